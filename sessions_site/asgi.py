@@ -1,0 +1,25 @@
+"""ASGI entry point: `daphne sessions_site.asgi:application`."""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sessions_site.settings")
+# Set up Django (settings, app registry) before importing anything that touches models, such as channels.auth.
+django_asgi_app = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+
+http_application = ASGIStaticFilesHandler(django_asgi_app) if settings.ARBOR_SERVE_STATIC else django_asgi_app
+
+application = ProtocolTypeRouter(
+    {
+        "http": http_application,
+        # Websocket routes arrive with the progress stream; the origin check and auth are in place already.
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter([]))),
+    }
+)

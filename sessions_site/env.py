@@ -1,0 +1,165 @@
+"""Typed readers for the environment variables that configure Arbor.
+
+Every reader fails loudly (ImproperlyConfigured) on a malformed value rather than falling back to a default:
+a typo in a deployment should stop the process, not silently change its behaviour. An empty value counts as
+unset, so `VAR=` in a compose file means "use the default".
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _raw(name: str, environ: Mapping[str, str] | None) -> str | None:
+    value = (os.environ if environ is None else environ).get(name, "").strip()
+    return value or None
+
+
+def get_str(name: str, default: str, environ: Mapping[str, str] | None = None) -> str:
+    """Return the variable's value, or `default` when unset or empty."""
+    value = _raw(name, environ)
+    return default if value is None else value
+
+
+def get_bool(name: str, default: bool, environ: Mapping[str, str] | None = None) -> bool:
+    """Parse 1/0, true/false, yes/no, on/off (any case)."""
+    value = _raw(name, environ)
+    if value is None:
+        return default
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={value!r} is not a boolean (use 1/0, true/false, yes/no, on/off)")
+
+
+def get_int(
+    name: str, default: int, *, minimum: int | None = None, environ: Mapping[str, str] | None = None
+) -> int:
+    """Parse a decimal integer, optionally bounded below."""
+    value = _raw(name, environ)
+    if value is None:
+        return default
+    try:
+        number = int(value, 10)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from None
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={value!r} must be at least {minimum}")
+    return number
+
+
+def get_list(name: str, default: list[str], environ: Mapping[str, str] | None = None) -> list[str]:
+    """Parse a comma-separated list; blank items are an error (usually a stray comma)."""
+    value = _raw(name, environ)
+    if value is None:
+        return list(default)
+    items = [item.strip() for item in value.split(",")]
+    if any(not item for item in items):
+        raise ImproperlyConfigured(f"{name}={value!r} has an empty item")
+    return items
+
+
+def get_paths(
+    name: str, default: list[Path], *, base_dir: Path, environ: Mapping[str, str] | None = None
+) -> list[Path]:
+    """Parse an os.pathsep-separated list of directories: `~` expands, relative paths start at base_dir."""
+    value = _raw(name, environ)
+    if value is None:
+        return list(default)
+    parts = value.split(os.pathsep)
+    if any(not part.strip() for part in parts):
+        raise ImproperlyConfigured(f"{name}={value!r} has an empty path")
+    return [base_dir / Path(part.strip()).expanduser() for part in parts]
+
+
+def _port(name: str, value: str | int | None) -> str:
+    if value is None or value == "":
+        return ""
+    try:
+        port = int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}: port {value!r} is not a number") from None
+    if not 0 < port < 65536:
+        raise ImproperlyConfigured(f"{name}: port {port} is out of range")
+    return str(port)
+
+
+def parse_database_url(url: str, *, base_dir: Path, name: str = "DATABASE_URL") -> dict[str, Any]:
+    """Turn `postgres://user:pass@host:port/db?opt=v` or `sqlite:///path` into a Django DATABASES entry.
+
+    Query parameters of a PostgreSQL URL become connection OPTIONS (sslmode, connect_timeout, ...).
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # urlsplit validates the port lazily
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name} is malformed: {error}") from None
+    if parts.scheme in ("postgres", "postgresql", "pgsql"):
+        db_name = unquote(parts.path.lstrip("/"))
+        if not db_name or "/" in db_name:
+            raise ImproperlyConfigured(f"{name} must name one database, e.g. postgres://host/arbor")
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": db_name,
+            "USER": unquote(parts.username or ""),
+            "PASSWORD": unquote(parts.password or ""),
+            "HOST": unquote(parts.hostname or ""),
+            "PORT": _port(name, port),
+            "OPTIONS": dict(parse_qsl(parts.query, keep_blank_values=True)),
+        }
+    if parts.scheme == "sqlite":
+        # sqlite:///relative/path.db or sqlite:////absolute/path.db, as dj-database-url spells them.
+        path = unquote(parts.path)[1:] if parts.path.startswith("/") else unquote(parts.path)
+        if parts.netloc or not path:
+            raise ImproperlyConfigured(
+                f"{name} must look like sqlite:///db.sqlite3 or sqlite:////abs/path.db"
+            )
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": base_dir / path}
+    raise ImproperlyConfigured(
+        f"{name} has unsupported scheme {parts.scheme!r} (use postgres:// or sqlite://)"
+    )
+
+
+def database_config(*, base_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Pick the default database: DATABASE_URL, else ARBOR_DB=postgres with PG* variables, else SQLite."""
+    url = _raw("DATABASE_URL", environ)
+    backend = get_str("ARBOR_DB", "sqlite", environ).lower()
+    if backend not in ("sqlite", "postgres"):
+        raise ImproperlyConfigured(f"ARBOR_DB={backend!r} is not one of: sqlite, postgres")
+    if url is not None:
+        return parse_database_url(url, base_dir=base_dir)
+    if backend == "sqlite":
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": base_dir / "db.sqlite3"}
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": get_str("PGDATABASE", "arbor", environ),
+        "USER": get_str("PGUSER", "postgres", environ),
+        "PASSWORD": get_str("PGPASSWORD", "", environ),
+        "HOST": get_str("PGHOST", "127.0.0.1", environ),
+        "PORT": _port("PGPORT", get_str("PGPORT", "5432", environ)),
+    }
+
+
+def channel_layers_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """In-memory channel layer (one process) unless ARBOR_REDIS_URL points at a Redis server."""
+    url = _raw("ARBOR_REDIS_URL", environ)
+    if url is None:
+        return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- urlsplit validates the port lazily
+    except ValueError as error:
+        raise ImproperlyConfigured(f"ARBOR_REDIS_URL is malformed: {error}") from None
+    if parts.scheme not in ("redis", "rediss", "unix") or not (parts.hostname or parts.path):
+        raise ImproperlyConfigured(f"ARBOR_REDIS_URL={url!r} must look like redis://host:6379/0")
+    return {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [url]}}}

@@ -1,0 +1,109 @@
+"""Arbor settings: one file, configured by ARBOR_* / DJANGO_* environment variables.
+
+The defaults suit a developer running `./arbor run` on 127.0.0.1. The production profile is
+DJANGO_DEBUG=0 plus DJANGO_SECRET_KEY, DJANGO_ALLOWED_HOSTS and (behind HTTPS) the DJANGO_SECURE_* values;
+`./arbor manage check --deploy` should then be clean. Malformed values raise ImproperlyConfigured at start-up.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from sessions_site import env
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# Arbor is a local tool first, so DEBUG defaults on; deployments must switch it off explicitly.
+DEBUG = env.get_bool("DJANGO_DEBUG", True)
+
+SECRET_KEY = env.get_str("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
+    SECRET_KEY = "django-insecure-arbor-development-key-never-use-in-production"
+
+ALLOWED_HOSTS = env.get_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.get_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+for _origin in CSRF_TRUSTED_ORIGINS:
+    if not _origin.startswith(("http://", "https://")):
+        raise ImproperlyConfigured(f"DJANGO_CSRF_TRUSTED_ORIGINS item {_origin!r} needs a scheme")
+
+# Behind HTTPS (the default once DEBUG is off): secure cookies and a redirect from plain HTTP.
+ARBOR_HTTPS = env.get_bool("ARBOR_HTTPS", not DEBUG)
+SESSION_COOKIE_SECURE = ARBOR_HTTPS
+CSRF_COOKIE_SECURE = ARBOR_HTTPS
+SECURE_SSL_REDIRECT = env.get_bool("DJANGO_SECURE_SSL_REDIRECT", ARBOR_HTTPS)
+SECURE_HSTS_SECONDS = env.get_int("DJANGO_SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.get_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env.get_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
+X_FRAME_OPTIONS = "DENY"
+
+INSTALLED_APPS = [
+    "daphne",  # first, so its runserver (ASGI) replaces Django's
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "template_partials",
+    "treeview",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "sessions_site.urls"
+ASGI_APPLICATION = "sessions_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,  # template_partials swaps this for its own (cached) loaders
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.database_config(base_dir=BASE_DIR)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CHANNEL_LAYERS = env.channel_layers_config()
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+# Plain daphne serves no static files; without a front server, asgi.py serves them through Django.
+ARBOR_SERVE_STATIC = env.get_bool("ARBOR_SERVE_STATIC", True)
+
+# Where the session list looks for *.jsonl files (searched recursively).
+ARBOR_SAMPLE = env.get_bool("ARBOR_SAMPLE", False)
+if ARBOR_SAMPLE:
+    _default_session_dirs = [BASE_DIR / "tests" / "data"]
+else:
+    _home = Path.home()
+    _default_session_dirs = [_home / ".pi" / "agent" / "sessions", _home / ".omp" / "agent" / "sessions"]
+    # omp only moves its data under XDG_DATA_HOME when that variable is set.
+    if os.environ.get("XDG_DATA_HOME"):
+        _default_session_dirs.append(Path(os.environ["XDG_DATA_HOME"]) / "omp" / "sessions")
+ARBOR_SESSION_DIRS = env.get_paths("ARBOR_SESSION_DIRS", _default_session_dirs, base_dir=BASE_DIR)

@@ -1,0 +1,205 @@
+"""What the LLM receives at a leaf: ``buildSessionContext`` of oh-my-pi v15 (§11).
+
+Linear in the path length (the original is quadratic: it builds the path with ``unshift``), and it stops at
+the first repeated id, so a cycle in parent links never hangs it (§20.3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .ids import parse_timestamp_ms
+from .jsonl import UNDEFINED, format_number
+
+__all__ = ["SessionContext", "build_session_context", "path_to_root"]
+
+Entry = dict[str, Any]
+
+
+@dataclass(slots=True)
+class SessionContext:
+    """The state and messages at a leaf. ``service_tier`` and ``mode_data`` are ``UNDEFINED`` when unset."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    thinking_level: str = "off"
+    service_tier: Any = UNDEFINED
+    models: dict[str, str] = field(default_factory=dict)
+    injected_ttsr_rules: list[str] = field(default_factory=list)
+    selected_mcp_tool_names: list[str] = field(default_factory=list)
+    has_persisted_mcp_tool_selection: bool = False
+    mode: str = "none"
+    mode_data: Any = UNDEFINED
+
+
+def path_to_root(leaf: Entry | None, by_id: Mapping[str, Entry]) -> list[Entry]:
+    """The entries from the root to ``leaf`` (inclusive), root first. Stops at a repeated id (cycle)."""
+    path: list[Entry] = []
+    seen: set[str] = set()
+    current = leaf
+    while current is not None:
+        entry_id = current.get("id")
+        if entry_id in seen:
+            break
+        if isinstance(entry_id, str):
+            seen.add(entry_id)
+        path.append(current)
+        parent_id = current.get("parentId")
+        # A falsy parentId ends the walk, as in the original (`parentId ? byId.get(...) : undefined`).
+        current = by_id.get(parent_id) if parent_id and isinstance(parent_id, str) else None
+    path.reverse()
+    return path
+
+
+def _ms(timestamp: Any) -> float | None:
+    value = parse_timestamp_ms(timestamp)
+    if value is None:
+        return None
+    return int(value) if float(value).is_integer() else value
+
+
+def _message_for(entry: Entry) -> dict[str, Any] | None:
+    """The AgentMessage an entry contributes to the context, if any (§11 step 4)."""
+    kind = entry.get("type")
+    if kind == "message":
+        message = entry.get("message")
+        return message if isinstance(message, dict) else None
+    if kind == "custom_message":
+        return {
+            "role": "custom",
+            "customType": entry.get("customType", UNDEFINED),
+            "content": entry.get("content", UNDEFINED),
+            "display": entry.get("display", UNDEFINED),
+            "details": entry.get("details", UNDEFINED),
+            "attribution": entry.get("attribution", UNDEFINED),
+            "timestamp": _ms(entry.get("timestamp")),
+        }
+    if kind == "branch_summary" and entry.get("summary"):
+        return {
+            "role": "branchSummary",
+            "summary": entry["summary"],
+            "fromId": entry.get("fromId", UNDEFINED),
+            "timestamp": _ms(entry.get("timestamp")),
+        }
+    return None
+
+
+def _provider_payload(compaction: Entry) -> dict[str, Any] | None:
+    preserve = compaction.get("preserveData")
+    remote = preserve.get("openaiRemoteCompaction") if isinstance(preserve, dict) else None
+    if not isinstance(remote, dict):
+        return None
+    provider = remote.get("provider")
+    history = remote.get("replacementHistory")
+    if not isinstance(provider, str) or not provider or not isinstance(history, list):
+        return None
+    return {"type": "openaiResponsesHistory", "provider": provider, "items": history}
+
+
+def _emit(entries: Iterable[Entry], messages: list[dict[str, Any]]) -> None:
+    for entry in entries:
+        message = _message_for(entry)
+        if message is not None:
+            messages.append(message)
+
+
+def build_session_context(
+    entries: list[Entry], leaf_id: str | None | Any = UNDEFINED, by_id: Mapping[str, Entry] | None = None
+) -> SessionContext:
+    """Rebuild the context at ``leaf_id`` (§11).
+
+    ``leaf_id=None`` gives the empty context; an unknown (or omitted) leaf falls back to the last entry.
+    """
+    if by_id is None:
+        by_id = {entry["id"]: entry for entry in entries if isinstance(entry.get("id"), str)}
+    if leaf_id is None:
+        return SessionContext()
+    leaf = by_id.get(leaf_id) if isinstance(leaf_id, str) and leaf_id else None
+    if leaf is None:
+        leaf = entries[-1] if entries else None
+    if leaf is None:
+        return SessionContext()
+
+    path = path_to_root(leaf, by_id)
+    context = SessionContext()
+    compaction_index = -1
+    ttsr: dict[str, None] = {}
+    explicit_default_model = False
+    for index, entry in enumerate(path):
+        kind = entry.get("type")
+        if kind == "thinking_level_change":
+            level = entry.get("thinkingLevel")
+            context.thinking_level = "off" if level is None else level
+        elif kind == "model_change":
+            model = entry.get("model")
+            if model:
+                role = entry.get("role")
+                role = "default" if role is None else role
+                context.models[role] = model
+                if role == "default":
+                    explicit_default_model = True
+        elif kind == "service_tier_change":
+            tier = entry.get("serviceTier")
+            context.service_tier = UNDEFINED if tier is None else tier
+        elif kind == "message":
+            message = entry.get("message")
+            if (
+                isinstance(message, dict)
+                and message.get("role") == "assistant"
+                and not explicit_default_model
+            ):
+                provider = _js_str(message.get("provider", UNDEFINED))
+                context.models["default"] = f"{provider}/{_js_str(message.get('model', UNDEFINED))}"
+        elif kind == "compaction":
+            compaction_index = index
+        elif kind == "ttsr_injection":
+            rules = entry.get("injectedRules")
+            for rule in rules if isinstance(rules, list) else []:
+                ttsr.setdefault(rule, None)
+        elif kind == "mcp_tool_selection":
+            names = entry.get("selectedToolNames")
+            context.selected_mcp_tool_names = list(names) if isinstance(names, list) else []
+            context.has_persisted_mcp_tool_selection = True
+        elif kind == "mode_change":
+            context.mode = entry.get("mode", UNDEFINED)
+            context.mode_data = entry.get("data", UNDEFINED)
+    context.injected_ttsr_rules = list(ttsr)
+
+    messages = context.messages
+    if compaction_index < 0:
+        _emit(path, messages)
+        return context
+
+    compaction = path[compaction_index]
+    payload = _provider_payload(compaction)
+    messages.append(
+        {
+            "role": "compactionSummary",
+            "summary": compaction.get("summary", UNDEFINED),
+            "shortSummary": compaction.get("shortSummary", UNDEFINED),
+            "tokensBefore": compaction.get("tokensBefore", UNDEFINED),
+            "providerPayload": UNDEFINED if payload is None else payload,
+            "timestamp": _ms(compaction.get("timestamp")),
+        }
+    )
+    if payload is None:
+        first_kept = compaction.get("firstKeptEntryId")
+        kept_ids = (i for i in range(compaction_index) if path[i].get("id") == first_kept)
+        start = next(kept_ids, compaction_index)
+        _emit(path[start:compaction_index], messages)
+    _emit(path[compaction_index + 1 :], messages)
+    return context
+
+
+def _js_str(value: Any) -> str:
+    """``String(value)`` for what a template literal interpolates."""
+    if value is None:
+        return "null"
+    if value is UNDEFINED:
+        return "undefined"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return format_number(value)
+    return str(value)

@@ -1,0 +1,365 @@
+"""JSON and JSONL exactly as the agents read and write them.
+
+Session files are written by JavaScript's ``JSON.stringify`` and read by a lenient line parser. This module
+reproduces both in Python:
+
+* :func:`dumps` produces the exact bytes ``JSON.stringify`` would (key order, JS number formatting, JS string
+  escaping, ``undefined`` properties omitted);
+* :func:`loads` parses one JSON value with JavaScript semantics where they matter (``1e400`` is not an error);
+* :func:`parse_session_text` splits a file into the optional title slot, the header and the entries, keeping
+  the exact text of every line and a warning for every line it had to skip or repair.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "UNDEFINED",
+    "ParseWarning",
+    "ParsedFile",
+    "ParsedLine",
+    "SessionFileError",
+    "dumps",
+    "format_number",
+    "is_title_slot",
+    "iter_jsonl",
+    "parse_jsonl",
+    "loads",
+    "parse_session_bytes",
+    "parse_session_text",
+]
+
+
+class _Undefined:
+    """JavaScript's ``undefined``: a property holding it is left out when an entry is serialized."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNDEFINED"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNDEFINED: Any = _Undefined()
+
+# Integers beyond 2**53 are not exact in JavaScript; JSON.stringify prints the nearest double.
+_MAX_SAFE_INT = 2**53
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class SessionFileError(ValueError):
+    """A file that cannot be read as a session at all (no valid header). It is never rewritten."""
+
+
+def format_number(value: float) -> str:
+    """Format a number as JavaScript's ``Number.prototype.toString`` (and so ``JSON.stringify``) does."""
+    if isinstance(value, int):
+        if -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+            return str(value)
+        try:
+            value = float(value)
+        except OverflowError:
+            return "null"
+    if not math.isfinite(value):
+        return "null"
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    # repr() gives the shortest round-trip digits, as ECMAScript's algorithm does; only the layout differs.
+    text = repr(abs(value))
+    mantissa, _, exp_text = text.partition("e")
+    int_part, _, frac_part = mantissa.partition(".")
+    if frac_part == "0":
+        frac_part = ""
+    digits = (int_part + frac_part).lstrip("0")
+    # Position of the decimal point relative to the first significant digit (ECMAScript's "n").
+    point = len(int_part) + (int(exp_text) if exp_text else 0)
+    if int_part == "0":
+        stripped = frac_part.lstrip("0")
+        point = -(len(frac_part) - len(stripped)) + (int(exp_text) if exp_text else 0)
+        digits = stripped
+    digits = digits.rstrip("0") or "0"
+    k = len(digits)
+    if k <= point <= 21:
+        body = digits + "0" * (point - k)
+    elif 0 < point <= 21:
+        body = digits[:point] + "." + digits[point:]
+    elif -6 < point <= 0:
+        body = "0." + "0" * (-point) + digits
+    else:
+        exponent = point - 1
+        exp_sign = "+" if exponent >= 0 else "-"
+        body = digits[0] + ("." + digits[1:] if k > 1 else "") + "e" + exp_sign + str(abs(exponent))
+    return sign + body
+
+
+def _escape(text: str) -> str:
+    encoded: str = encode_basestring(text)
+    if not text.isascii() and _SURROGATE.search(encoded):
+        # Well-formed JSON.stringify escapes lone surrogates instead of emitting invalid UTF-8.
+        encoded = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
+    return encoded
+
+
+def _write(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(_escape(value))
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int | float):
+        out.append(format_number(value))
+    elif isinstance(value, dict):
+        out.append("{")
+        first = True
+        for key, item in value.items():
+            if item is UNDEFINED or callable(item):
+                continue
+            if not first:
+                out.append(",")
+            first = False
+            out.append(_escape(str(key)))
+            out.append(":")
+            _write(item, out)
+        out.append("}")
+    elif isinstance(value, list | tuple):
+        out.append("[")
+        for index, item in enumerate(value):
+            if index:
+                out.append(",")
+            # Inside arrays JSON.stringify writes undefined as null.
+            if item is UNDEFINED:
+                out.append("null")
+            else:
+                _write(item, out)
+        out.append("]")
+    else:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def dumps(value: Any) -> str:
+    """Serialize ``value`` exactly as JavaScript's ``JSON.stringify(value)`` would."""
+    out: list[str] = []
+    _write(value, out)
+    return "".join(out)
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse one JSON value; fall back to the standard library for what orjson refuses but JS accepts.
+
+    orjson rejects lone surrogate escapes and numbers that overflow a double; ``JSON.parse`` keeps the first
+    and turns the second into ``Infinity`` (which serializes back as ``null``).
+    """
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", errors="replace")
+        return json.loads(text)
+
+
+@dataclass(slots=True)
+class ParseWarning:
+    """A line that was skipped or repaired while reading, with its 1-based physical line number."""
+
+    line: int
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "message": self.message}
+
+
+@dataclass(slots=True)
+class ParsedLine:
+    """One JSON object read from the file; ``start``/``end`` locate its exact bytes in the file."""
+
+    value: dict[str, Any]
+    line: int
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class ParsedFile:
+    """The result of reading a session file leniently. ``data`` is the whole file as read."""
+
+    data: bytes = b""
+    title_slot: dict[str, Any] | None = None
+    title_slot_line: ParsedLine | None = None
+    header: dict[str, Any] | None = None
+    header_line: ParsedLine | None = None
+    entries: list[ParsedLine] = field(default_factory=list)
+    warnings: list[ParseWarning] = field(default_factory=list)
+    # True when the data does not end in a newline: the last line may still be being written.
+    incomplete_tail: bool = False
+
+    def raw(self, parsed: ParsedLine) -> str:
+        """The exact text a value was read from (without its newline)."""
+        return self.data[parsed.start : parsed.end].decode("utf-8", errors="surrogateescape")
+
+
+def is_title_slot(value: Any) -> bool:
+    """Whether a parsed first line is the omp v16+ title slot (§20.1)."""
+    return (
+        isinstance(value, dict)
+        and value.get("type") == "title"
+        and value.get("v") == 1
+        and isinstance(value.get("title"), str)
+        and isinstance(value.get("updatedAt"), str)
+        and isinstance(value.get("pad"), str)
+    )
+
+
+_decoder = json.JSONDecoder()
+_WS = " \t\r\n"
+
+
+def _split_glued(text: str) -> tuple[list[tuple[Any, int, int]], str]:
+    """Decode consecutive JSON values of one line: (value, start, end) spans and the undecodable rest."""
+    values: list[tuple[Any, int, int]] = []
+    pos = 0
+    end = len(text)
+    while pos < end:
+        while pos < end and text[pos] in _WS:
+            pos += 1
+        if pos >= end:
+            break
+        try:
+            value, stop = _decoder.raw_decode(text, pos)
+        except ValueError:
+            return values, text[pos:]
+        values.append((value, pos, stop))
+        pos = stop
+    return values, ""
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def parse_session_text(text: str) -> ParsedFile:
+    """Read a session file given as text; see :func:`parse_session_bytes`."""
+    return parse_session_bytes(text.encode("utf-8", errors="surrogatepass"))
+
+
+def iter_jsonl(data: bytes, warnings: list[ParseWarning]) -> Iterator[ParsedLine]:
+    """Yield every JSON object of a JSONL text, leniently (§2, §21.4).
+
+    Blank lines, lines that are not JSON, values that are not objects and a final partial line are skipped; a
+    line holding several JSON objects glued together yields every object (the original keeps only the first).
+    Every skipped or repaired line is reported in ``warnings``.
+    """
+    number = 0
+    pos = 0
+    length = len(data)
+    while pos < length:
+        number += 1
+        stop = data.find(b"\n", pos)
+        has_newline = stop >= 0
+        if not has_newline:
+            stop = length
+        start = pos
+        pos = stop + 1
+        if number == 1 and data.startswith(b"\xef\xbb\xbf"):
+            start += 3
+            warnings.append(ParseWarning(number, "byte order mark at the start of the file ignored"))
+        line = data[start:stop]
+        objects: list[tuple[Any, int, int]]
+        try:
+            objects = [(orjson.loads(line), start, stop)]
+        except orjson.JSONDecodeError:
+            if not line.strip():
+                warnings.append(ParseWarning(number, "blank line skipped"))
+                continue
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                text = line.decode("utf-8", errors="replace")
+                warnings.append(ParseWarning(number, "invalid UTF-8 replaced with U+FFFD"))
+            spans, rest = _split_glued(text)
+            if not has_newline and (rest or not spans):
+                warnings.append(ParseWarning(number, "incomplete last line (no newline at the end) skipped"))
+                continue
+            if not spans:
+                warnings.append(ParseWarning(number, f"not valid JSON, skipped: {_short(text)!r}"))
+                continue
+            if len(spans) > 1:
+                warnings.append(
+                    ParseWarning(
+                        number,
+                        f"{len(spans)} JSON objects glued on one line; each was recovered",
+                    )
+                )
+            if rest:
+                warnings.append(
+                    ParseWarning(
+                        number,
+                        f"unreadable text after the JSON skipped: {_short(rest)!r}",
+                    )
+                )
+            if len(spans) == 1 and not rest:
+                objects = [(spans[0][0], start, stop)]
+            else:
+                objects = [
+                    (
+                        value,
+                        start + len(text[:a].encode()),
+                        start + len(text[:b].encode()),
+                    )
+                    for value, a, b in spans
+                ]
+        for value, a, b in objects:
+            if not isinstance(value, dict):
+                warnings.append(ParseWarning(number, f"not a JSON object, skipped: {_short(repr(value))}"))
+                continue
+            yield ParsedLine(value, number, a, b)
+
+
+def parse_jsonl(text: str) -> tuple[list[dict[str, Any]], list[ParseWarning]]:
+    """The objects of a JSONL text and the warnings about what was skipped or repaired."""
+    warnings: list[ParseWarning] = []
+    values = [parsed.value for parsed in iter_jsonl(text.encode("utf-8", errors="surrogatepass"), warnings)]
+    return values, warnings
+
+
+def parse_session_bytes(data: bytes) -> ParsedFile:
+    """Read a session file leniently (see :func:`iter_jsonl`), splitting off the title slot and header.
+
+    Raises :class:`SessionFileError` when no valid header starts the file.
+    """
+    result = ParsedFile(data=data, incomplete_tail=bool(data) and not data.endswith(b"\n"))
+    entries = result.entries
+    first_object = True
+    for parsed in iter_jsonl(data, result.warnings):
+        value, number = parsed.value, parsed.line
+        if first_object:
+            first_object = False
+            if number == 1 and is_title_slot(value):
+                result.title_slot, result.title_slot_line = value, parsed
+                first_object = True
+                continue
+            if value.get("type") != "session" or not isinstance(value.get("id"), str):
+                raise SessionFileError(
+                    f"line {number}: not a session file: the first JSON object must be a session header "
+                    '({"type":"session","id":…})'
+                )
+            result.header, result.header_line = value, parsed
+            continue
+        entries.append(parsed)
+    if result.header is None:
+        raise SessionFileError("not a session file: no session header found (the file is empty)")
+    return result

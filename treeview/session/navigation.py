@@ -1,0 +1,432 @@
+"""Moving around the session tree (spec §13) and ``/branch`` (spec §14).
+
+Ported from omp v15 ``AgentSession.navigateTree`` / ``AgentSession.branch`` and
+``collectEntriesForBranchSummary``. The agent-only steps of the original (replacing the agent's messages,
+MCP selections, todo phases, provider sessions) are the caller's business; everything that decides what
+happens to the session file lives here.
+
+A tree move never writes anything unless a branch summary is hung at the destination, and then exactly one
+``branch_summary`` entry is appended. An aborted summary changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .branch_summary import (
+    DEFAULT_RESERVE_TOKENS,
+    AbortSignal,
+    Summarizer,
+    TokenCounter,
+    generate_branch_summary,
+)
+from .context import SessionContext
+from .hooks import (
+    SESSION_BEFORE_BRANCH,
+    SESSION_BEFORE_TREE,
+    SESSION_TREE,
+    HookRunner,
+    SessionBeforeBranchEvent,
+    SessionBeforeTreeEvent,
+    SessionBranchEvent,
+    SessionTreeEvent,
+    TreePreparation,
+    result_field,
+)
+from .jsonl import UNDEFINED
+from .session_manager import EntryNotFound, SessionManager
+
+__all__ = [
+    "BranchResult",
+    "CollectResult",
+    "InvalidBranchEntry",
+    "NavigateResult",
+    "NavigationError",
+    "NavigationPlan",
+    "NoModelForSummary",
+    "UserMessageChoice",
+    "branch_from_user_message",
+    "collect_entries_for_branch_summary",
+    "extract_user_message_text",
+    "navigate_tree",
+    "prepare_navigation",
+    "user_messages_for_branching",
+]
+
+Entry = dict[str, Any]
+
+
+class NavigationError(RuntimeError):
+    """A tree move or branch that cannot be done; ``str()`` is the original's error text."""
+
+
+class NoModelForSummary(NavigationError):
+    """A summary was asked for but no model (summarizer) is available."""
+
+    def __init__(self) -> None:
+        super().__init__("No model available for summarization")
+
+
+class InvalidBranchEntry(NavigationError):
+    """``/branch`` was given an id that is not a user message."""
+
+    def __init__(self) -> None:
+        super().__init__("Invalid entry ID for branching")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class CollectResult:
+    """Entries abandoned by a move (chronological) and the deepest entry both paths share."""
+
+    entries: list[Entry]
+    common_ancestor_id: str | None
+
+
+@dataclass(slots=True)
+class NavigationPlan:
+    """What :func:`navigate_tree` would do, computed without changing anything."""
+
+    target_id: str
+    old_leaf_id: str | None
+    #: Where the leaf goes: the target, or the parent of a user/custom message (None for a root).
+    new_leaf_id: str | None
+    #: Text to put back in the editor (user or custom message targets only).
+    editor_text: str | None
+    common_ancestor_id: str | None
+    entries_to_summarize: list[Entry]
+    #: The target is the current leaf: navigation does nothing at all.
+    is_noop: bool = False
+
+
+@dataclass(slots=True)
+class NavigateResult:
+    """Outcome of :func:`navigate_tree` (v15 result plus the plan's ids, for callers and tests).
+
+    ``cancelled`` is set when a hook cancelled the move or the summary was aborted (then ``aborted`` too);
+    in both cases nothing changed. ``session_context`` is the context at the new leaf (None when nothing
+    moved).
+    """
+
+    editor_text: str | None = None
+    cancelled: bool = False
+    aborted: bool = False
+    summary_entry: Entry | None = None
+    session_context: SessionContext | None = None
+    new_leaf_id: str | None = None
+    common_ancestor_id: str | None = None
+    entries_to_summarize: list[Entry] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class UserMessageChoice:
+    """One row of the ``/branch`` picker."""
+
+    entry_id: str
+    text: str
+
+
+@dataclass(slots=True)
+class BranchResult:
+    """Outcome of :func:`branch_from_user_message`.
+
+    ``new_session_file`` is the path of the new session (None when cancelled or in memory);
+    ``skip_conversation_restore`` is a hook's request to leave the agent's messages alone.
+    """
+
+    selected_text: str
+    cancelled: bool = False
+    new_session_file: str | None = None
+    skip_conversation_restore: bool = False
+    session_context: SessionContext | None = None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Pure helpers
+# ---------------------------------------------------------------------------------------------------------
+
+
+def extract_user_message_text(content: Any) -> str:
+    """The text of a user (or custom) message: a string as is, text blocks joined with ``""``."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            block["text"]
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+        )
+    return ""
+
+
+def collect_entries_for_branch_summary(
+    manager: SessionManager, old_leaf_id: str | None, target_id: str
+) -> CollectResult:
+    """Entries between the old leaf and the common ancestor with ``target_id`` (§13.1).
+
+    The common ancestor is the deepest entry of the *target's* path that is also on the old path (so a
+    target on the old path is its own common ancestor). The entries run from just below it to the old leaf,
+    oldest first, including compactions and labels. Linear in the path lengths; a cyclic parent chain is
+    walked once.
+    """
+    if not old_leaf_id:
+        return CollectResult([], None)
+    old_path_ids = {entry.get("id") for entry in manager.get_branch(old_leaf_id)}
+    common_ancestor_id: str | None = None
+    for entry in reversed(manager.get_branch(target_id)):
+        if entry.get("id") in old_path_ids:
+            common_ancestor_id = entry["id"]
+            break
+
+    collected: list[Entry] = []
+    seen: set[str] = set()
+    current: Any = old_leaf_id
+    while current and current != common_ancestor_id and current not in seen:
+        entry = manager.get_entry(current)
+        if entry is None:
+            break
+        seen.add(current)
+        collected.append(entry)
+        current = entry.get("parentId")
+    collected.reverse()
+    return CollectResult(collected, common_ancestor_id)
+
+
+def prepare_navigation(manager: SessionManager, target_id: str) -> NavigationPlan:
+    """Work out a move to ``target_id`` without doing it (used by ``navigate`` previews and the CLI).
+
+    Raises :class:`EntryNotFound` for an unknown target. Moving to the current leaf is a no-op plan.
+    """
+    old_leaf_id = manager.get_leaf_id()
+    if target_id == old_leaf_id:
+        return NavigationPlan(
+            target_id=target_id,
+            old_leaf_id=old_leaf_id,
+            new_leaf_id=old_leaf_id,
+            editor_text=None,
+            common_ancestor_id=target_id,
+            entries_to_summarize=[],
+            is_noop=True,
+        )
+    target = manager.get_entry(target_id)
+    if target is None:
+        raise EntryNotFound(target_id)
+    collected = collect_entries_for_branch_summary(manager, old_leaf_id, target_id)
+
+    new_leaf_id: str | None
+    editor_text: str | None = None
+    message = target.get("message")
+    if target.get("type") == "message" and isinstance(message, Mapping) and message.get("role") == "user":
+        # Selecting a user message means "edit and resend it": the leaf goes to its parent.
+        new_leaf_id = target.get("parentId")
+        editor_text = extract_user_message_text(message.get("content"))
+    elif target.get("type") == "custom_message":
+        new_leaf_id = target.get("parentId")
+        editor_text = extract_user_message_text(target.get("content"))
+    else:
+        new_leaf_id = target_id
+    return NavigationPlan(
+        target_id=target_id,
+        old_leaf_id=old_leaf_id,
+        # A falsy parentId ("" in a hand-edited file) is a root, as in the original's null checks.
+        new_leaf_id=new_leaf_id or None,
+        editor_text=editor_text,
+        common_ancestor_id=collected.common_ancestor_id,
+        entries_to_summarize=collected.entries,
+    )
+
+
+def user_messages_for_branching(manager: SessionManager) -> list[UserMessageChoice]:
+    """Every user message with non-empty text, all branches, in file order (the ``/branch`` picker)."""
+    choices: list[UserMessageChoice] = []
+    for entry in manager.entries:
+        message = entry.get("message")
+        if entry.get("type") != "message" or not isinstance(message, Mapping):
+            continue
+        if message.get("role") != "user" or not isinstance(entry.get("id"), str):
+            continue
+        text = extract_user_message_text(message.get("content"))
+        if text:
+            choices.append(UserMessageChoice(entry["id"], text))
+    return choices
+
+
+# ---------------------------------------------------------------------------------------------------------
+# navigateTree
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _hook_summary(result: Any) -> tuple[str, Any] | None:
+    """The ``(summary, details)`` an extension supplied in a ``session_before_tree`` result, if any."""
+    supplied = result_field(result, "summary")
+    # JS truthiness: any object counts, even an empty one (it then carries no text and writes nothing).
+    if supplied is None or supplied is False or supplied == "":
+        return None
+    text = result_field(supplied, "summary")
+    details = result_field(supplied, "details", UNDEFINED)
+    return (text if isinstance(text, str) else "", UNDEFINED if details is None else details)
+
+
+async def navigate_tree(
+    manager: SessionManager,
+    target_id: str,
+    *,
+    summarize: bool = False,
+    custom_instructions: str | None = None,
+    summarizer: Summarizer | None = None,
+    hooks: HookRunner | None = None,
+    signal: AbortSignal | None = None,
+    context_window: int | None = None,
+    reserve_tokens: int = DEFAULT_RESERVE_TOKENS,
+    count_tokens: TokenCounter | None = None,
+) -> NavigateResult:
+    """Move the leaf to ``target_id``, optionally summarizing the abandoned branch (§13.2).
+
+    ``summarizer`` stands for the session's current model; ``signal`` is what the UI aborts (Esc). Raises
+    :class:`NoModelForSummary` when a summary is asked for without a summarizer, :class:`EntryNotFound` for
+    an unknown target (or an orphan whose parent is missing), and :class:`NavigationError` with the model's
+    error text when summarization fails.
+    """
+    old_leaf_id = manager.get_leaf_id()
+    if target_id == old_leaf_id:
+        return NavigateResult(cancelled=False, new_leaf_id=old_leaf_id, common_ancestor_id=target_id)
+    if summarize and summarizer is None:
+        raise NoModelForSummary()
+
+    plan = prepare_navigation(manager, target_id)
+    signal = signal or AbortSignal()
+
+    def outcome(**kwargs: Any) -> NavigateResult:
+        return NavigateResult(
+            common_ancestor_id=plan.common_ancestor_id,
+            entries_to_summarize=plan.entries_to_summarize,
+            **kwargs,
+        )
+
+    hook_summary: tuple[str, Any] | None = None
+    if hooks is not None and hooks.has_handlers(SESSION_BEFORE_TREE):
+        preparation = TreePreparation(
+            target_id=target_id,
+            old_leaf_id=old_leaf_id,
+            common_ancestor_id=plan.common_ancestor_id,
+            entries_to_summarize=plan.entries_to_summarize,
+            user_wants_summary=summarize,
+        )
+        result = await hooks.emit(SessionBeforeTreeEvent(preparation=preparation, signal=signal))
+        if result_field(result, "cancel"):
+            return outcome(cancelled=True, new_leaf_id=old_leaf_id)
+        if summarize:
+            # An extension's summary counts only when the user asked for one, even for an empty branch.
+            hook_summary = _hook_summary(result)
+
+    summary_text: str | None = None
+    details: Any = UNDEFINED
+    from_extension = False
+    if hook_summary is not None:
+        summary_text, details = hook_summary
+        from_extension = True
+    elif summarize and plan.entries_to_summarize:
+        assert summarizer is not None
+        generated = await generate_branch_summary(
+            plan.entries_to_summarize,
+            summarizer,
+            context_window=context_window,
+            reserve_tokens=reserve_tokens,
+            custom_instructions=custom_instructions,
+            signal=signal,
+            count_tokens=count_tokens,
+        )
+        if generated.aborted:
+            return outcome(cancelled=True, aborted=True, new_leaf_id=old_leaf_id)
+        if generated.error is not None:
+            raise NavigationError(generated.error)
+        summary_text = generated.summary
+        details = {"readFiles": generated.read_files, "modifiedFiles": generated.modified_files}
+
+    summary_entry: Entry | None = None
+    if summary_text:
+        # The summary hangs at the destination: a sibling of a re-edited user message, or a new root.
+        summary_id = manager.branch_with_summary(plan.new_leaf_id, summary_text, details, from_extension)
+        summary_entry = manager.get_entry(summary_id)
+    elif plan.new_leaf_id is None:
+        manager.reset_leaf()
+    else:
+        manager.branch(plan.new_leaf_id)
+
+    session_context = manager.build_session_context()
+    if hooks is not None and hooks.has_handlers(SESSION_TREE):
+        await hooks.emit(
+            SessionTreeEvent(
+                new_leaf_id=manager.get_leaf_id(),
+                old_leaf_id=old_leaf_id,
+                summary_entry=summary_entry,
+                from_extension=from_extension if summary_text else None,
+            )
+        )
+        # Handlers may have appended entries: report the context as it is now.
+        session_context = manager.build_session_context()
+    return outcome(
+        editor_text=plan.editor_text,
+        summary_entry=summary_entry,
+        session_context=session_context,
+        new_leaf_id=manager.get_leaf_id(),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# /branch
+# ---------------------------------------------------------------------------------------------------------
+
+
+async def branch_from_user_message(
+    manager: SessionManager, entry_id: str, hooks: HookRunner | None = None
+) -> BranchResult:
+    """Start a new session from the path before a user message (§14, ``/branch``).
+
+    A root message gives an empty session whose ``parentSession`` is the previous file; otherwise the path
+    up to the message's parent (labels re-created) becomes the new session, written at once when the
+    manager persists. The selected text is returned for the editor. Raises :class:`InvalidBranchEntry`.
+    """
+    previous_session_file = manager.session_file
+    selected = manager.get_entry(entry_id)
+    message = selected.get("message") if selected is not None else None
+    if (
+        selected is None
+        or selected.get("type") != "message"
+        or not isinstance(message, Mapping)
+        or message.get("role") != "user"
+    ):
+        raise InvalidBranchEntry()
+    selected_text = extract_user_message_text(message.get("content"))
+
+    skip_conversation_restore = False
+    if hooks is not None and hooks.has_handlers(SESSION_BEFORE_BRANCH):
+        result = await hooks.emit(SessionBeforeBranchEvent(entry_id=entry_id))
+        if result_field(result, "cancel"):
+            return BranchResult(selected_text=selected_text, cancelled=True)
+        skip_conversation_restore = bool(result_field(result, "skip_conversation_restore", False))
+
+    # Pending appends belong to the old file: write them before switching.
+    manager.flush()
+    parent_id = selected.get("parentId")
+    if not parent_id:
+        manager.new_session(parent_session=previous_session_file)
+    else:
+        manager.create_branched_session(parent_id)
+    session_context = manager.build_session_context()
+
+    if hooks is not None:
+        await hooks.emit(SessionBranchEvent(previous_session_file=previous_session_file))
+    return BranchResult(
+        selected_text=selected_text,
+        cancelled=False,
+        new_session_file=manager.session_file,
+        skip_conversation_restore=skip_conversation_restore,
+        session_context=session_context,
+    )

@@ -1,0 +1,700 @@
+"""The session tree: load, index, navigate and append, with oh-my-pi v15 semantics (§8–§10).
+
+Entries are plain dicts exactly as parsed (key order kept). Every entry loaded from a file remembers where its
+exact text is, so an untouched entry is always written back byte for byte; new entries are serialized as the
+original serializes them (:func:`~treeview.session.jsonl.dumps`).
+
+Arbor never rewrites a user's file: appends go to the end of a file only when it still ends where it was read,
+and a file that needed a migration is never written in place (write a migrated copy instead).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .context import SessionContext, build_session_context, path_to_root
+from .ids import generate_id, iso_now, new_session_id, parse_timestamp_ms
+from .jsonl import UNDEFINED, ParsedFile, ParsedLine, ParseWarning, dumps, parse_session_bytes
+from .migrations import CURRENT_SESSION_VERSION, migrate_to_current_version
+
+__all__ = [
+    "EntryNotFound",
+    "SessionFileChanged",
+    "SessionManager",
+    "TreeNode",
+    "UsageStatistics",
+    "session_file_name",
+]
+
+Entry = dict[str, Any]
+
+
+class EntryNotFound(KeyError):
+    """An id that is not in the session. ``str()`` is the original's message: ``Entry <id> not found``."""
+
+    def __init__(self, entry_id: object) -> None:
+        super().__init__(entry_id)
+        self.entry_id = entry_id
+
+    def __str__(self) -> str:
+        return f"Entry {self.entry_id} not found"
+
+
+class SessionFileChanged(RuntimeError):
+    """The file on disk no longer ends where it was read: appending now could corrupt it. Re-read it first."""
+
+
+@dataclass(slots=True)
+class TreeNode:
+    """A node of :meth:`SessionManager.get_tree`: the live entry, its sorted children, its label."""
+
+    entry: Entry
+    children: list[TreeNode] = field(default_factory=list)
+    label: str | None = None
+
+
+@dataclass(slots=True)
+class UsageStatistics:
+    """Token and cost totals of the assistant messages (and ``task`` tool results), as omp counts them."""
+
+    input: float = 0
+    output: float = 0
+    cache_read: float = 0
+    cache_write: float = 0
+    premium_requests: float = 0
+    cost: float = 0
+
+    def add(self, usage: Any) -> None:
+        if not isinstance(usage, dict):
+            return
+        self.input += _number(usage.get("input"))
+        self.output += _number(usage.get("output"))
+        self.cache_read += _number(usage.get("cacheRead"))
+        self.cache_write += _number(usage.get("cacheWrite"))
+        self.premium_requests += _number(usage.get("premiumRequests"))
+        cost = usage.get("cost")
+        self.cost += _number(cost.get("total")) if isinstance(cost, dict) else 0
+
+
+def _number(value: Any) -> float:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def session_file_name(timestamp: str, session_id: str) -> str:
+    """``<timestamp with : and . replaced by ->_<id>.jsonl`` (§1.2)."""
+    return f"{timestamp.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
+
+
+class SessionManager:
+    """One session: its header, entries in file order, the id index, resolved labels and the leaf."""
+
+    def __init__(self, cwd: str = "", session_dir: str | None = None, *, persist: bool = False) -> None:
+        self.cwd = cwd
+        self.session_dir = session_dir
+        self.persist = persist
+        self.session_file: str | None = None
+        self.header: Entry = {}
+        self.title_slot: Entry | None = None
+        self.entries: list[Entry] = []
+        self.by_id: dict[str, Entry] = {}
+        self.labels: dict[str, str] = {}
+        self.leaf_id: str | None = None
+        self.warnings: list[ParseWarning] = []
+        self.migrated = False
+        self._original_version: Any = CURRENT_SESSION_VERSION
+        # Where each entry's exact text is (None for an entry created in memory); entries changed in memory
+        # (by a migration) are in _changed and are serialized again.
+        self._source: ParsedFile | None = None
+        self._header_line: ParsedLine | None = None
+        self._header_changed = False
+        self._lines: list[ParsedLine | None] = []
+        self._changed: set[int] = set()
+        # Entries [0, _written) are in the file on disk, which is _file_size bytes long.
+        self._written = 0
+        self._file_size: int | None = None
+        self._on_disk = False
+
+    # ------------------------------------------------------------------------------------------------------
+    # Construction
+
+    @classmethod
+    def create(
+        cls, cwd: str, session_dir: str | None = None, parent_session: str | None = None
+    ) -> SessionManager:
+        """A new, empty session, written under ``session_dir`` (if given) once it has an assistant message."""
+        manager = cls(cwd, session_dir, persist=session_dir is not None)
+        manager.new_session(parent_session)
+        return manager
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, persist: bool = False) -> SessionManager:
+        """Load a session file. ``persist=True`` appends new entries to it (only while it is unchanged)."""
+        file_path = Path(path).resolve()
+        data = file_path.read_bytes()
+        manager = cls.from_bytes(data, path=str(file_path), persist=persist)
+        manager._file_size = len(data)
+        return manager
+
+    @classmethod
+    def from_text(cls, text: str, path: str | None = None) -> SessionManager:
+        """Load a session from its text (nothing is ever written)."""
+        return cls.from_bytes(text.encode("utf-8", errors="surrogatepass"), path=path)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, path: str | None = None, *, persist: bool = False) -> SessionManager:
+        """Load a session from a file's bytes. Raises ``SessionFileError`` when there is no valid header."""
+        parsed = parse_session_bytes(data)
+        manager = cls(persist=persist)
+        manager._load(parsed, path)
+        return manager
+
+    def _load(self, parsed: ParsedFile, path: str | None) -> None:
+        assert parsed.header is not None and parsed.header_line is not None
+        self._source = parsed
+        self.session_file = path
+        self.session_dir = str(Path(path).parent) if path else None
+        self.header = parsed.header
+        self.title_slot = parsed.title_slot
+        self._header_line = parsed.header_line
+        self.entries = [line.value for line in parsed.entries]
+        self._lines = list(parsed.entries)
+        self.warnings = list(parsed.warnings)
+        cwd = self.header.get("cwd")
+        self.cwd = cwd if isinstance(cwd, str) else ""
+        self._original_version = self.header.get("version", 1)
+        changed = migrate_to_current_version([self.header, *self.entries])
+        if changed:
+            self.migrated = True
+            self._header_changed = 0 in changed
+            self._changed = {index - 1 for index in changed if index > 0}
+        self._written = len(self.entries)
+        self._on_disk = path is not None
+        self._build_index()
+
+    def _build_index(self) -> None:
+        self.by_id = {}
+        self.labels = {}
+        self.leaf_id = None
+        for index, entry in enumerate(self.entries):
+            entry_id = entry.get("id")
+            if entry.get("type") == "session":
+                self._warn(index, "a second session header inside the file is ignored")
+                continue
+            if not isinstance(entry_id, str):
+                self._warn(index, "entry without a string id is kept but cannot be part of the tree")
+                continue
+            if entry_id in self.by_id:
+                self._warn(index, f"duplicate id {entry_id!r}: the later entry replaces the earlier one")
+            self.by_id[entry_id] = entry
+            self.leaf_id = entry_id
+            if entry.get("type") == "label":
+                self._apply_label(entry.get("targetId"), entry.get("label"))
+
+    def _warn(self, index: int, message: str) -> None:
+        self.warnings.append(ParseWarning(self.entry_line(index) or 0, message))
+
+    def entry_line(self, index: int) -> int | None:
+        """The physical line number entry ``index`` was read from (None for an entry created in memory)."""
+        parsed = self._lines[index] if index < len(self._lines) else None
+        return parsed.line if parsed is not None else None
+
+    def _apply_label(self, target_id: Any, label: Any) -> None:
+        if not isinstance(target_id, str):
+            return
+        if label:
+            self.labels[target_id] = label
+        else:
+            self.labels.pop(target_id, None)
+
+    # ------------------------------------------------------------------------------------------------------
+    # Reading
+
+    @property
+    def session_id(self) -> str:
+        value = self.header.get("id")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def version(self) -> Any:
+        """The format version after migration (3 for every file Arbor has read)."""
+        return self.header.get("version")
+
+    @property
+    def source_version(self) -> Any:
+        """The format version the file was written in (1 when its header has none)."""
+        return self._source_version()
+
+    @property
+    def session_name(self) -> str | None:
+        """The title: the title slot, else the header ``title``, else the last ``session_info`` name."""
+        if self.title_slot is not None:
+            title = self.title_slot.get("title")
+            return title or None
+        title = self.header.get("title")
+        if isinstance(title, str) and title:
+            return title
+        name = None
+        for entry in self.entries:
+            if entry.get("type") == "session_info" and isinstance(entry.get("name"), str):
+                name = entry["name"].strip() or name
+        return name
+
+    def get_leaf_id(self) -> str | None:
+        return self.leaf_id
+
+    def get_leaf_entry(self) -> Entry | None:
+        return self.by_id.get(self.leaf_id) if self.leaf_id else None
+
+    def get_entry(self, entry_id: str) -> Entry | None:
+        return self.by_id.get(entry_id)
+
+    def get_children(self, parent_id: str) -> list[Entry]:
+        """Every entry whose parent is ``parent_id``, in index (file) order, unsorted (§10.3)."""
+        return [entry for entry in self.by_id.values() if entry.get("parentId") == parent_id]
+
+    def get_label(self, entry_id: str) -> str | None:
+        return self.labels.get(entry_id)
+
+    def get_branch(self, from_id: str | None = None) -> list[Entry]:
+        """The path from the root to ``from_id`` (default: the leaf), root first; ``[]`` for an unknown id."""
+        start = from_id if from_id is not None else self.leaf_id
+        leaf = self.by_id.get(start) if start else None
+        return path_to_root(leaf, self.by_id) if leaf is not None else []
+
+    def get_last_model_change_role(self) -> str | None:
+        for entry in reversed(self.get_branch()):
+            if entry.get("type") == "model_change":
+                role = entry.get("role")
+                return "default" if role is None else role
+        return None
+
+    def get_tree(self) -> list[TreeNode]:
+        """The whole session as a forest (§10.6): roots in file order, children oldest first.
+
+        Orphans and self-parented entries become roots. Entries caught in a parent cycle (which the original
+        silently drops) are kept: the first of each cycle in file order becomes a root.
+        """
+        nodes: dict[str, TreeNode] = {}
+        for entry_id, entry in self.by_id.items():
+            nodes[entry_id] = TreeNode(entry, [], self.labels.get(entry_id))
+        roots: list[TreeNode] = []
+        for entry_id, node in nodes.items():
+            parent_id = node.entry.get("parentId")
+            parent = nodes.get(parent_id) if isinstance(parent_id, str) and parent_id != entry_id else None
+            if parent is None:
+                roots.append(node)
+            else:
+                parent.children.append(node)
+        reached = self._sort_and_count(roots)
+        if reached < len(nodes):
+            roots.extend(self._cycle_roots(nodes, roots))
+        return roots
+
+    @staticmethod
+    def _sort_and_count(roots: list[TreeNode]) -> int:
+        count = 0
+        stack = list(roots)
+        while stack:
+            node = stack.pop()
+            count += 1
+            children = node.children
+            if len(children) > 1:
+                _sort_children(children)
+            stack.extend(children)
+        return count
+
+    def _cycle_roots(self, nodes: dict[str, TreeNode], roots: list[TreeNode]) -> list[TreeNode]:
+        reachable: set[int] = set()
+        stack = list(roots)
+        while stack:
+            node = stack.pop()
+            reachable.add(id(node))
+            stack.extend(node.children)
+        extra: list[TreeNode] = []
+        for entry_id, node in nodes.items():
+            if id(node) in reachable:
+                continue
+            # Detach from its parent inside the cycle and make it a root; everything below it is reached now.
+            parent = nodes[node.entry["parentId"]]
+            parent.children = [child for child in parent.children if child is not node]
+            message = f"parent links of {entry_id!r} form a cycle; shown as a root"
+            self.warnings.append(ParseWarning(0, message))
+            extra.append(node)
+            stack = [node]
+            while stack:
+                current = stack.pop()
+                reachable.add(id(current))
+                stack.extend(current.children)
+        return extra
+
+    def build_session_context(self, leaf_id: str | None | Any = UNDEFINED) -> SessionContext:
+        """The context at ``leaf_id`` (default: the current leaf)."""
+        leaf = self.leaf_id if leaf_id is UNDEFINED else leaf_id
+        return build_session_context(self.entries, leaf, self.by_id)
+
+    def usage_statistics(self) -> UsageStatistics:
+        stats = UsageStatistics()
+        for entry in self.entries:
+            message = entry.get("message") if entry.get("type") == "message" else None
+            if not isinstance(message, dict):
+                continue
+            if message.get("role") == "assistant":
+                stats.add(message.get("usage"))
+            elif message.get("role") == "toolResult" and message.get("toolName") == "task":
+                details = message.get("details")
+                if isinstance(details, dict):
+                    stats.add(details.get("usage"))
+        return stats
+
+    # ------------------------------------------------------------------------------------------------------
+    # Moving the leaf (nothing is written)
+
+    def branch(self, entry_id: str) -> None:
+        if entry_id not in self.by_id:
+            raise EntryNotFound(entry_id)
+        self.leaf_id = entry_id
+
+    def reset_leaf(self) -> None:
+        self.leaf_id = None
+
+    # ------------------------------------------------------------------------------------------------------
+    # Appending (§9.1): parentId = current leaf, a fresh id, timestamp now; the leaf moves to the new entry.
+
+    def _base(self, kind: str) -> Entry:
+        return {"type": kind, "id": generate_id(self.by_id), "parentId": self.leaf_id, "timestamp": iso_now()}
+
+    def _append(self, entry: Entry) -> str:
+        self.entries.append(entry)
+        self._lines.append(None)
+        entry_id: str = entry["id"]
+        self.by_id[entry_id] = entry
+        self.leaf_id = entry_id
+        self._persist()
+        return entry_id
+
+    def append_message(self, message: dict[str, Any]) -> str:
+        entry = self._base("message")
+        entry["message"] = message
+        return self._append(entry)
+
+    def append_thinking_level_change(self, thinking_level: str | None = None) -> str:
+        entry = self._base("thinking_level_change")
+        entry["thinkingLevel"] = thinking_level
+        return self._append(entry)
+
+    def append_service_tier_change(self, service_tier: Any) -> str:
+        entry = self._base("service_tier_change")
+        entry["serviceTier"] = service_tier
+        return self._append(entry)
+
+    def append_mode_change(self, mode: str, data: Any = UNDEFINED) -> str:
+        entry = self._base("mode_change")
+        entry.update(mode=mode, data=data)
+        return self._append(_defined(entry))
+
+    def append_model_change(self, model: str, role: Any = UNDEFINED) -> str:
+        entry = self._base("model_change")
+        entry.update(model=model, role=role)
+        return self._append(_defined(entry))
+
+    def append_session_init(
+        self, system_prompt: Any, task: str, tools: list[str], output_schema: Any = UNDEFINED
+    ) -> str:
+        entry = self._base("session_init")
+        entry.update(systemPrompt=system_prompt, task=task, tools=tools, outputSchema=output_schema)
+        return self._append(_defined(entry))
+
+    def append_compaction(
+        self,
+        summary: str,
+        short_summary: Any,
+        first_kept_entry_id: str,
+        tokens_before: float,
+        details: Any = UNDEFINED,
+        from_extension: Any = UNDEFINED,
+        preserve_data: Any = UNDEFINED,
+    ) -> str:
+        entry = self._base("compaction")
+        entry.update(
+            summary=summary,
+            shortSummary=short_summary,
+            firstKeptEntryId=first_kept_entry_id,
+            tokensBefore=tokens_before,
+            details=details,
+            fromExtension=from_extension,
+            preserveData=preserve_data,
+        )
+        return self._append(_defined(entry))
+
+    def append_custom_entry(self, custom_type: str, data: Any = UNDEFINED) -> str:
+        # The two "custom" types put their payload keys before the base keys (§5).
+        entry: Entry = {"type": "custom", "customType": custom_type, "data": data}
+        entry.update(self._base("custom"))
+        return self._append(_defined(entry))
+
+    def append_custom_message_entry(
+        self,
+        custom_type: str,
+        content: Any,
+        display: bool,
+        details: Any = UNDEFINED,
+        attribution: str = "agent",
+    ) -> str:
+        entry: Entry = {
+            "type": "custom_message",
+            "customType": custom_type,
+            "content": content,
+            "display": display,
+            "details": details,
+            "attribution": attribution,
+        }
+        entry.update(self._base("custom_message"))
+        return self._append(_defined(entry))
+
+    def append_mcp_tool_selection(self, selected_tool_names: list[str]) -> str:
+        entry = self._base("mcp_tool_selection")
+        entry["selectedToolNames"] = list(selected_tool_names)
+        return self._append(entry)
+
+    def append_ttsr_injection(self, rule_names: list[str]) -> str:
+        entry = self._base("ttsr_injection")
+        entry["injectedRules"] = rule_names
+        return self._append(entry)
+
+    def append_label_change(self, target_id: str, label: str | None = None) -> str:
+        """Label (``None``/empty: unlabel) an entry. The label entry is a child of the leaf (§10.9)."""
+        if target_id not in self.by_id:
+            raise EntryNotFound(target_id)
+        entry = self._base("label")
+        entry.update(targetId=target_id, label=UNDEFINED if label is None else label)
+        entry_id = self._append(_defined(entry))
+        self._apply_label(target_id, label)
+        return entry_id
+
+    def append_session_info(self, name: str) -> str:
+        """pi-mono's session name entry (§5.14)."""
+        entry = self._base("session_info")
+        entry["name"] = name.strip()
+        return self._append(entry)
+
+    def branch_with_summary(
+        self,
+        branch_from_id: str | None,
+        summary: str,
+        details: Any = UNDEFINED,
+        from_extension: Any = UNDEFINED,
+    ) -> str:
+        """Move the leaf to ``branch_from_id`` and hang a ``branch_summary`` there (§10.8)."""
+        if branch_from_id is not None and branch_from_id not in self.by_id:
+            raise EntryNotFound(branch_from_id)
+        self.leaf_id = branch_from_id
+        entry = self._base("branch_summary")
+        entry.update(
+            fromId="root" if branch_from_id is None else branch_from_id,
+            summary=summary,
+            details=details,
+            fromExtension=from_extension,
+        )
+        return self._append(_defined(entry))
+
+    # ------------------------------------------------------------------------------------------------------
+    # New sessions
+
+    def _new_header(self, parent_session: str | None) -> Entry:
+        header: Entry = {
+            "type": "session",
+            "version": CURRENT_SESSION_VERSION,
+            "id": new_session_id(),
+            "timestamp": iso_now(),
+            "cwd": self.cwd,
+        }
+        if parent_session is not None:
+            header["parentSession"] = parent_session
+        return header
+
+    def _replace(self, header: Entry, entries: list[Entry]) -> None:
+        self.header = header
+        self.title_slot = None
+        self._source = None
+        self._header_line = None
+        self._header_changed = False
+        self.entries = entries
+        self._lines = [None] * len(entries)
+        self._changed = set()
+        self.warnings = []
+        self.migrated = False
+        self._written = 0
+        self._file_size = None
+        self._on_disk = False
+        if self.session_dir is not None:
+            file_name = session_file_name(header["timestamp"], header["id"])
+            self.session_file = str(Path(self.session_dir) / file_name)
+        else:
+            self.session_file = None
+        self._build_index()
+
+    def new_session(self, parent_session: str | None = None) -> str | None:
+        """Start an empty session (§10.11). Returns its future file path (None in memory)."""
+        self._replace(self._new_header(parent_session), [])
+        return self.session_file
+
+    def create_branched_session(self, leaf_id: str) -> str | None:
+        """Replace this session with a new one holding only the path to ``leaf_id`` (§10.10, ``/branch``).
+
+        Label entries on the path are dropped and the labels of path entries re-created as fresh label
+        entries at the end. When persisting, the new file is written at once; returns its path.
+        """
+        path = self.get_branch(leaf_id)
+        if not path:
+            raise EntryNotFound(leaf_id)
+        kept = [entry for entry in path if entry.get("type") != "label"]
+        kept_ids = {entry["id"] for entry in kept}
+        labels = [(target, label) for target, label in self.labels.items() if target in kept_ids]
+        header = self._new_header(self.session_file)
+        parent_id = kept[-1]["id"] if kept else None
+        label_entries: list[Entry] = []
+        for target_id, label in labels:
+            label_entry = {
+                "type": "label",
+                "id": generate_id(kept_ids),
+                "parentId": parent_id,
+                "timestamp": iso_now(),
+                "targetId": target_id,
+                "label": label,
+            }
+            kept_ids.add(label_entry["id"])
+            label_entries.append(label_entry)
+            parent_id = label_entry["id"]
+        self._replace(header, kept + label_entries)
+        if self.persist and self.session_file is not None:
+            # Written immediately, even without an assistant message (§10.10 step 6).
+            self._write_new_file()
+        return self.session_file
+
+    # ------------------------------------------------------------------------------------------------------
+    # Writing
+
+    def raw_line(self, index: int) -> str:
+        """The exact text of entry ``index`` as it is (or will be) in the file, without the newline."""
+        parsed = self._lines[index]
+        if parsed is not None and self._source is not None and index not in self._changed:
+            return self._source.raw(parsed)
+        return dumps(self.entries[index])
+
+    def header_line(self) -> str:
+        if self._header_line is not None and self._source is not None and not self._header_changed:
+            return self._source.raw(self._header_line)
+        return dumps(self.header)
+
+    def iter_lines(self, *, title_slot: bool = True) -> Iterator[str]:
+        """Every line of the file (title slot, header, entries), each ending in a newline."""
+        if title_slot and self.title_slot is not None and self._source is not None:
+            slot = self._source.title_slot_line
+            if slot is not None:
+                yield self._source.raw(slot) + "\n"
+        yield self.header_line() + "\n"
+        for index in range(len(self.entries)):
+            yield self.raw_line(index) + "\n"
+
+    def serialize(self, *, title_slot: bool = True) -> str:
+        """The whole file: untouched lines byte for byte, migrated or new entries as omp writes them."""
+        return "".join(self.iter_lines(title_slot=title_slot))
+
+    def write_to(self, path: str | os.PathLike[str], *, title_slot: bool = True) -> None:
+        """Write the whole session to a new file (refuses to overwrite an existing one)."""
+        with open(path, "x", encoding="utf-8", newline="", errors="surrogatepass") as handle:
+            handle.writelines(self.iter_lines(title_slot=title_slot))
+
+    @property
+    def pending_entries(self) -> list[Entry]:
+        """Entries appended in memory that are not in the file yet."""
+        return self.entries[self._written :]
+
+    def ensure_on_disk(self) -> None:
+        """Write a new session now instead of waiting for its first assistant message (§9.2)."""
+        if self.session_file is None:
+            raise ValueError("this session has no file")
+        if not self._on_disk:
+            self._write_new_file()
+        else:
+            self.flush()
+
+    def _persist(self) -> None:
+        if not self.persist or self.session_file is None:
+            return
+        if self._on_disk:
+            self.flush()
+        elif any(_is_assistant(entry) for entry in self.entries):
+            self._write_new_file()
+
+    def _write_new_file(self) -> None:
+        assert self.session_file is not None
+        Path(self.session_file).parent.mkdir(parents=True, exist_ok=True)
+        data = "".join(self.iter_lines()).encode("utf-8", errors="surrogatepass")
+        with open(self.session_file, "xb") as handle:
+            handle.write(data)
+        self._on_disk = True
+        self._written = len(self.entries)
+        self._file_size = len(data)
+
+    def flush(self) -> None:
+        """Append the pending entries to the file, only if it still ends exactly where it was read."""
+        if self.session_file is None or self._written >= len(self.entries):
+            return
+        if self.migrated:
+            raise SessionFileChanged(
+                f"{self.session_file} is in an older format (version {self._source_version()}); Arbor "
+                "does not rewrite it in place. Write a migrated copy instead."
+            )
+        data = "".join(self.raw_line(i) + "\n" for i in range(self._written, len(self.entries))).encode(
+            "utf-8", errors="surrogatepass"
+        )
+        with open(self.session_file, "r+b") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            if self._file_size is not None and size != self._file_size:
+                raise SessionFileChanged(
+                    f"{self.session_file} changed on disk ({self._file_size} bytes when read, {size} now); "
+                    "re-read it before appending"
+                )
+            if size:
+                handle.seek(size - 1)
+                if handle.read(1) != b"\n":
+                    raise SessionFileChanged(
+                        f"{self.session_file} does not end with a newline (a write may be in progress); "
+                        "re-read it before appending"
+                    )
+            handle.write(data)
+        self._written = len(self.entries)
+        self._file_size = (self._file_size or 0) + len(data)
+
+    def _source_version(self) -> Any:
+        if not self.migrated:
+            return self.header.get("version", 1)
+        return self._original_version
+
+
+def _defined(entry: Entry) -> Entry:
+    """Drop the keys left ``undefined`` (JSON.stringify omits them; the in-memory object never has them)."""
+    return {key: value for key, value in entry.items() if value is not UNDEFINED}
+
+
+def _is_assistant(entry: Entry) -> bool:
+    message = entry.get("message")
+    return entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "assistant"
+
+
+def _sort_children(children: list[TreeNode]) -> None:
+    """Oldest first by ``Date.parse(timestamp)``, stable; an invalid timestamp keeps its file-order place."""
+    keys: list[float] = []
+    last = float("-inf")
+    for child in children:
+        value = parse_timestamp_ms(child.entry.get("timestamp"))
+        if value is not None:
+            last = value
+        keys.append(last)
+    order = sorted(range(len(children)), key=keys.__getitem__)
+    children[:] = [children[i] for i in order]
