@@ -644,7 +644,7 @@ def serialize_conversation(llm_messages: Sequence[Mapping[str, Any]]) -> str:
 
 
 def build_branch_summary_prompt(
-    messages: Sequence[Mapping[str, Any]], custom_instructions: str | None = None
+    messages: Sequence[Message], custom_instructions: str | None = None
 ) -> tuple[str, str]:
     """Return ``(system_prompt, user_prompt)`` for summarizing agent ``messages``.
 

@@ -189,7 +189,9 @@ class HookRunner:
 
         ``extension`` names the handler in error reports (defaults to the handler's qualified name).
         """
-        registration = _Registration(handler, extension or getattr(handler, "__qualname__", repr(handler)))
+        registration = _Registration(
+            handler, extension or str(getattr(handler, "__qualname__", repr(handler)))
+        )
         self._handlers.setdefault(event, []).append(registration)
 
         def remove() -> None:

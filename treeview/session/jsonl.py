@@ -17,7 +17,7 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring
 from typing import Any
 
 import orjson

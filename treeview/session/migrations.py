@@ -52,8 +52,9 @@ def _migrate_v2_to_v3(file_entries: list[dict[str, Any]], changed: set[int]) -> 
             changed.add(index)
             continue
         message = entry.get("message")
-        is_message = entry.get("type") == "message" and isinstance(message, dict)
-        if is_message and message.get("role") == "hookMessage":
+        if entry.get("type") != "message" or not isinstance(message, dict):
+            continue
+        if message.get("role") == "hookMessage":
             message["role"] = "custom"
             changed.add(index)
 

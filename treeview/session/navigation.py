@@ -179,9 +179,9 @@ def collect_entries_for_branch_summary(
         return CollectResult([], None)
     old_path_ids = {entry.get("id") for entry in manager.get_branch(old_leaf_id)}
     common_ancestor_id: str | None = None
-    for entry in reversed(manager.get_branch(target_id)):
-        if entry.get("id") in old_path_ids:
-            common_ancestor_id = entry["id"]
+    for on_target_path in reversed(manager.get_branch(target_id)):
+        if on_target_path.get("id") in old_path_ids:
+            common_ancestor_id = on_target_path["id"]
             break
 
     collected: list[Entry] = []
