@@ -37,24 +37,24 @@ def path_ids(by_id: dict[str, dict[str, Any]], leaf: str | None) -> list[str]:
     return ids[::-1]
 
 
-def test_same_seed_gives_identical_bytes():
+def test_same_seed_gives_identical_bytes() -> None:
     assert list(generate_session(1500, 42)) == list(lines_for(1500, 42))
 
 
-def test_different_seed_gives_different_session():
+def test_different_seed_gives_different_session() -> None:
     assert lines_for(1500, 42) != lines_for(1500, 43)
 
 
-def test_exact_number_of_entries_after_the_header():
+def test_exact_number_of_entries_after_the_header() -> None:
     for n in (0, 1, 2, 37, 1000):
         assert len(list(generate_session(n, 5))) == n + 1
 
 
-def test_smaller_session_is_a_prefix_of_a_larger_one_with_the_same_seed():
+def test_smaller_session_is_a_prefix_of_a_larger_one_with_the_same_seed() -> None:
     assert lines_for(3000, 42)[:1501] == lines_for(1500, 42)
 
 
-def test_every_line_parses_and_reserializes_byte_for_byte():
+def test_every_line_parses_and_reserializes_byte_for_byte() -> None:
     for line in lines_for(1500, 42):
         value = json.loads(line)
         assert isinstance(value, dict)
@@ -63,7 +63,7 @@ def test_every_line_parses_and_reserializes_byte_for_byte():
         assert "\n" not in line
 
 
-def test_first_line_is_a_v3_header_in_writer_key_order():
+def test_first_line_is_a_v3_header_in_writer_key_order() -> None:
     header, _ = parsed(1500, 42)
     assert list(header) == ["type", "version", "id", "timestamp", "cwd"]
     assert header["type"] == "session"
@@ -73,14 +73,14 @@ def test_first_line_is_a_v3_header_in_writer_key_order():
     assert header["cwd"].startswith("/")
 
 
-def test_ids_are_unique_eight_hex_chars():
+def test_ids_are_unique_eight_hex_chars() -> None:
     _, entries = parsed(3000, 7)
     ids = [entry["id"] for entry in entries]
     assert len(set(ids)) == len(ids)
     assert all(HEX8.match(entry_id) for entry_id in ids)
 
 
-def test_parent_ids_point_to_earlier_entries_and_only_the_first_is_a_root():
+def test_parent_ids_point_to_earlier_entries_and_only_the_first_is_a_root() -> None:
     _, entries = parsed(3000, 7)
     seen: set[str] = set()
     for index, entry in enumerate(entries):
@@ -92,14 +92,14 @@ def test_parent_ids_point_to_earlier_entries_and_only_the_first_is_a_root():
         seen.add(entry["id"])
 
 
-def test_timestamps_are_iso_ms_and_never_go_backwards():
+def test_timestamps_are_iso_ms_and_never_go_backwards() -> None:
     header, entries = parsed(3000, 7)
     stamps = [header["timestamp"]] + [entry["timestamp"] for entry in entries]
     assert all(ISO_MS.match(stamp) for stamp in stamps)
     assert stamps == sorted(stamps)
 
 
-def test_keys_follow_the_v15_writer_order():
+def test_keys_follow_the_v15_writer_order() -> None:
     _, entries = parsed(3000, 7)
     for entry in entries:
         keys = list(entry)
@@ -115,14 +115,14 @@ def test_keys_follow_the_v15_writer_order():
             assert list(entry["message"])[0] == "role"
 
 
-def test_the_session_starts_like_a_new_omp_sdk_session():
+def test_the_session_starts_like_a_new_omp_sdk_session() -> None:
     _, entries = parsed(1500, 42)
     assert entries[0]["type"] == "model_change"
     assert "role" not in entries[0]
     assert entries[1]["type"] == "thinking_level_change"
 
 
-def test_all_the_interesting_entry_types_appear():
+def test_all_the_interesting_entry_types_appear() -> None:
     _, entries = parsed(3000, 7)
     kinds = Counter(
         entry["message"]["role"] if entry["type"] == "message" else entry["type"] for entry in entries
@@ -144,7 +144,7 @@ def test_all_the_interesting_entry_types_appear():
     assert kinds["toolResult"] > kinds["user"] * 2
 
 
-def test_assistant_messages_have_thinking_tool_calls_and_float_costs():
+def test_assistant_messages_have_thinking_tool_calls_and_float_costs() -> None:
     _, entries = parsed(3000, 7)
     messages = [entry["message"] for entry in entries if entry["type"] == "message"]
     assistants = [message for message in messages if message["role"] == "assistant"]
@@ -160,7 +160,7 @@ def test_assistant_messages_have_thinking_tool_calls_and_float_costs():
     assert any(isinstance(m["usage"]["cost"]["total"], float) for m in assistants)
 
 
-def test_every_tool_result_answers_a_tool_call_on_its_path():
+def test_every_tool_result_answers_a_tool_call_on_its_path() -> None:
     _, entries = parsed(3000, 7)
     by_id = {entry["id"]: entry for entry in entries}
     for entry in entries:
@@ -175,13 +175,13 @@ def test_every_tool_result_answers_a_tool_call_on_its_path():
         assert call_id in {b["id"] for b in parent["message"]["content"] if b["type"] == "toolCall"}
 
 
-def test_tree_branches():
+def test_tree_branches() -> None:
     _, entries = parsed(3000, 7)
     children = Counter(entry["parentId"] for entry in entries)
     assert sum(1 for count in children.values() if count >= 2) >= 3
 
 
-def test_branch_summaries_hang_from_their_branch_point():
+def test_branch_summaries_hang_from_their_branch_point() -> None:
     _, entries = parsed(3000, 7)
     summaries = [entry for entry in entries if entry["type"] == "branch_summary"]
     assert summaries
@@ -191,7 +191,7 @@ def test_branch_summaries_hang_from_their_branch_point():
         assert set(entry["details"]) == {"readFiles", "modifiedFiles"}
 
 
-def test_compaction_keeps_an_entry_on_its_own_path():
+def test_compaction_keeps_an_entry_on_its_own_path() -> None:
     _, entries = parsed(3000, 7)
     by_id = {entry["id"]: entry for entry in entries}
     compactions = [entry for entry in entries if entry["type"] == "compaction"]
@@ -208,7 +208,7 @@ def test_compaction_keeps_an_entry_on_its_own_path():
         assert isinstance(entry["tokensBefore"], int) and entry["tokensBefore"] > 0
 
 
-def test_labels_target_earlier_entries_and_some_are_cleared():
+def test_labels_target_earlier_entries_and_some_are_cleared() -> None:
     _, entries = parsed(3000, 7)
     seen: set[str] = set()
     cleared = 0
@@ -223,14 +223,14 @@ def test_labels_target_earlier_entries_and_some_are_cleared():
     assert cleared > 0
 
 
-def test_the_current_path_is_deep():
+def test_the_current_path_is_deep() -> None:
     _, entries = parsed(3000, 7)
     by_id = {entry["id"]: entry for entry in entries}
     depth = len(path_ids(by_id, entries[-1]["id"]))
     assert depth > 0.6 * len(entries)
 
 
-def test_file_size_scales_with_entries_and_is_about_2_5_kb_per_entry():
+def test_file_size_scales_with_entries_and_is_about_2_5_kb_per_entry() -> None:
     small = sum(len(line.encode()) + 1 for line in lines_for(1000, 42))
     large = sum(len(line.encode()) + 1 for line in lines_for(3000, 42))
     assert 2.0 < large / small < 4.5
@@ -240,7 +240,7 @@ def test_file_size_scales_with_entries_and_is_about_2_5_kb_per_entry():
     assert sizes[-1] > 10 * sizes[len(sizes) // 2]
 
 
-def test_write_session_writes_the_generated_lines(tmp_path: Path):
+def test_write_session_writes_the_generated_lines(tmp_path: Path) -> None:
     target = tmp_path / "s.jsonl"
     size = write_session(target, 700, 9)
     data = target.read_bytes()
@@ -249,7 +249,7 @@ def test_write_session_writes_the_generated_lines(tmp_path: Path):
     assert not [p for p in tmp_path.iterdir() if p.name != "s.jsonl"]
 
 
-def test_session_manager_loads_generated_file_cleanly(tmp_path: Path):
+def test_session_manager_loads_generated_file_cleanly(tmp_path: Path) -> None:
     from treeview.session.session_manager import SessionManager
 
     target = tmp_path / "s.jsonl"
@@ -264,7 +264,7 @@ def test_session_manager_loads_generated_file_cleanly(tmp_path: Path):
     assert manager.build_session_context().messages
 
 
-def test_output_does_not_depend_on_the_string_hash_seed():
+def test_output_does_not_depend_on_the_string_hash_seed() -> None:
     import hashlib
     import os
     import subprocess

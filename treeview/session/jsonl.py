@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring
 from typing import Any
@@ -27,6 +28,7 @@ __all__ = [
     "ParseWarning",
     "ParsedFile",
     "ParsedLine",
+    "SessionFileChanged",
     "SessionFileError",
     "dumps",
     "format_number",
@@ -35,6 +37,7 @@ __all__ = [
     "parse_jsonl",
     "loads",
     "parse_session_bytes",
+    "parse_session_file",
     "parse_session_text",
 ]
 
@@ -193,11 +196,23 @@ class ParsedLine:
     end: int
 
 
+class SessionFileChanged(RuntimeError):
+    """The file on disk is no longer what was read (or appending now could corrupt it): re-read it first."""
+
+
 @dataclass(slots=True)
 class ParsedFile:
-    """The result of reading a session file leniently. ``data`` is the whole file as read."""
+    """The result of reading a session file leniently.
 
-    data: bytes = b""
+    The exact text of every line stays available: from ``data`` when the text was given in memory, else
+    from the file itself, read again on demand (a 250 MB session is never held twice). A file that changed
+    since it was read refuses to serve old offsets.
+    """
+
+    data: bytes | None = None
+    path: str | None = None
+    size: int = 0
+    mtime_ns: int = 0
     title_slot: dict[str, Any] | None = None
     title_slot_line: ParsedLine | None = None
     header: dict[str, Any] | None = None
@@ -207,9 +222,35 @@ class ParsedFile:
     # True when the data does not end in a newline: the last line may still be being written.
     incomplete_tail: bool = False
 
+    def load_data(self) -> bytes:
+        """The whole text as it was read."""
+        if self.data is not None:
+            return self.data
+        assert self.path is not None
+        with open(self.path, "rb") as handle:
+            self._check_unchanged(os.fstat(handle.fileno()))
+            return handle.read(self.size)
+
+    def _check_unchanged(self, stat: os.stat_result) -> None:
+        # Agents only append, so lines already read stay where they were as long as the file did not shrink.
+        if stat.st_size < self.size or (stat.st_size == self.size and stat.st_mtime_ns != self.mtime_ns):
+            raise SessionFileChanged(f"{self.path} was rewritten since it was read; read it again")
+
     def raw(self, parsed: ParsedLine) -> str:
         """The exact text a value was read from (without its newline)."""
-        return self.data[parsed.start : parsed.end].decode("utf-8", errors="surrogateescape")
+        if self.data is not None:
+            chunk = self.data[parsed.start : parsed.end]
+        else:
+            assert self.path is not None
+            with open(self.path, "rb") as handle:
+                self._check_unchanged(os.fstat(handle.fileno()))
+                handle.seek(parsed.start)
+                chunk = handle.read(parsed.end - parsed.start)
+        return chunk.decode("utf-8", errors="surrogateescape")
+
+    def raw_from(self, data: bytes, parsed: ParsedLine) -> str:
+        """Like :meth:`raw`, from the text returned by :meth:`load_data` (many lines, one read)."""
+        return data[parsed.start : parsed.end].decode("utf-8", errors="surrogateescape")
 
 
 def is_title_slot(value: Any) -> bool:
@@ -256,77 +297,111 @@ def parse_session_text(text: str) -> ParsedFile:
     return parse_session_bytes(text.encode("utf-8", errors="surrogatepass"))
 
 
-def iter_jsonl(data: bytes, warnings: list[ParseWarning]) -> Iterator[ParsedLine]:
+CHUNK_SIZE = 8 * 1024 * 1024
+
+
+def iter_jsonl(data: bytes | Iterable[bytes], warnings: list[ParseWarning]) -> Iterator[ParsedLine]:
     """Yield every JSON object of a JSONL text, leniently (§2, §21.4).
 
-    Blank lines, lines that are not JSON, values that are not objects and a final partial line are skipped; a
-    line holding several JSON objects glued together yields every object (the original keeps only the first).
-    Every skipped or repaired line is reported in ``warnings``.
+    ``data`` is the whole text or its successive chunks (a file read piece by piece never needs to be held in
+    memory at once); ``start``/``end`` of each result are offsets in the whole text. Blank lines, lines that
+    are not JSON, values that are not objects and a final partial line are skipped; a line holding several
+    JSON objects glued together yields every object (the original keeps only the first). Every skipped or
+    repaired line is reported in ``warnings``.
     """
+    chunks: Iterable[bytes] = (data,) if isinstance(data, bytes) else data
     number = 0
-    pos = 0
-    length = len(data)
-    while pos < length:
+    base = 0  # offset of buf[0] in the whole text
+    pending: list[bytes] = []
+    first = True
+    for chunk in chunks:
+        if not chunk:
+            continue
+        if b"\n" not in chunk:
+            pending.append(chunk)
+            continue
+        buf = b"".join((*pending, chunk)) if pending else chunk
+        pending = []
+        last = buf.rindex(b"\n")
+        pos = 0
+        while pos <= last:
+            stop = buf.index(b"\n", pos)
+            number += 1
+            start = pos
+            if first:
+                first = False
+                if buf.startswith(b"\xef\xbb\xbf"):
+                    start += 3
+                    warnings.append(ParseWarning(number, "byte order mark at the start of the file ignored"))
+            yield from _parse_line(buf[start:stop], base + start, base + stop, number, True, warnings)
+            pos = stop + 1
+        if last + 1 < len(buf):
+            pending.append(buf[last + 1 :])
+        base += last + 1
+    rest = b"".join(pending)
+    if rest:
         number += 1
-        stop = data.find(b"\n", pos)
-        has_newline = stop >= 0
-        if not has_newline:
-            stop = length
-        start = pos
-        pos = stop + 1
-        if number == 1 and data.startswith(b"\xef\xbb\xbf"):
-            start += 3
+        start = 3 if first and rest.startswith(b"\xef\xbb\xbf") else 0
+        if start:
             warnings.append(ParseWarning(number, "byte order mark at the start of the file ignored"))
-        line = data[start:stop]
-        objects: list[tuple[Any, int, int]]
+        yield from _parse_line(rest[start:], base + start, base + len(rest), number, False, warnings)
+
+
+def _parse_line(
+    line: bytes, start: int, stop: int, number: int, has_newline: bool, warnings: list[ParseWarning]
+) -> list[ParsedLine]:
+    """The objects of one physical line (usually one), with warnings for what was skipped or repaired."""
+    objects: list[tuple[Any, int, int]]
+    try:
+        objects = [(orjson.loads(line), start, stop)]
+    except orjson.JSONDecodeError:
+        if not line.strip():
+            warnings.append(ParseWarning(number, "blank line skipped"))
+            return []
         try:
-            objects = [(orjson.loads(line), start, stop)]
-        except orjson.JSONDecodeError:
-            if not line.strip():
-                warnings.append(ParseWarning(number, "blank line skipped"))
-                continue
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError:
-                text = line.decode("utf-8", errors="replace")
-                warnings.append(ParseWarning(number, "invalid UTF-8 replaced with U+FFFD"))
-            spans, rest = _split_glued(text)
-            if not has_newline and (rest or not spans):
-                warnings.append(ParseWarning(number, "incomplete last line (no newline at the end) skipped"))
-                continue
-            if not spans:
-                warnings.append(ParseWarning(number, f"not valid JSON, skipped: {_short(text)!r}"))
-                continue
-            if len(spans) > 1:
-                warnings.append(
-                    ParseWarning(
-                        number,
-                        f"{len(spans)} JSON objects glued on one line; each was recovered",
-                    )
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            text = line.decode("utf-8", errors="replace")
+            warnings.append(ParseWarning(number, "invalid UTF-8 replaced with U+FFFD"))
+        spans, rest = _split_glued(text)
+        if not has_newline and (rest or not spans):
+            warnings.append(ParseWarning(number, "incomplete last line (no newline at the end) skipped"))
+            return []
+        if not spans:
+            warnings.append(ParseWarning(number, f"not valid JSON, skipped: {_short(text)!r}"))
+            return []
+        if len(spans) > 1:
+            warnings.append(
+                ParseWarning(
+                    number,
+                    f"{len(spans)} JSON objects glued on one line; each was recovered",
                 )
-            if rest:
-                warnings.append(
-                    ParseWarning(
-                        number,
-                        f"unreadable text after the JSON skipped: {_short(rest)!r}",
-                    )
+            )
+        if rest:
+            warnings.append(
+                ParseWarning(
+                    number,
+                    f"unreadable text after the JSON skipped: {_short(rest)!r}",
                 )
-            if len(spans) == 1 and not rest:
-                objects = [(spans[0][0], start, stop)]
-            else:
-                objects = [
-                    (
-                        value,
-                        start + len(text[:a].encode()),
-                        start + len(text[:b].encode()),
-                    )
-                    for value, a, b in spans
-                ]
-        for value, a, b in objects:
-            if not isinstance(value, dict):
-                warnings.append(ParseWarning(number, f"not a JSON object, skipped: {_short(repr(value))}"))
-                continue
-            yield ParsedLine(value, number, a, b)
+            )
+        if len(spans) == 1 and not rest:
+            objects = [(spans[0][0], start, stop)]
+        else:
+            objects = [
+                (
+                    value,
+                    start + len(text[:a].encode()),
+                    start + len(text[:b].encode()),
+                )
+                for value, a, b in spans
+            ]
+    result: list[ParsedLine] = []
+    for value, a, b in objects:
+        if not isinstance(value, dict):
+            warnings.append(ParseWarning(number, f"not a JSON object, skipped: {_short(repr(value))}"))
+            continue
+        result.append(ParsedLine(value, number, a, b))
+    return result
 
 
 def parse_jsonl(text: str) -> tuple[list[dict[str, Any]], list[ParseWarning]]:
@@ -337,14 +412,42 @@ def parse_jsonl(text: str) -> tuple[list[dict[str, Any]], list[ParseWarning]]:
 
 
 def parse_session_bytes(data: bytes) -> ParsedFile:
-    """Read a session file leniently (see :func:`iter_jsonl`), splitting off the title slot and header.
+    """Read a session file's text leniently (see :func:`iter_jsonl`), splitting off the title slot and header.
 
     Raises :class:`SessionFileError` when no valid header starts the file.
     """
-    result = ParsedFile(data=data, incomplete_tail=bool(data) and not data.endswith(b"\n"))
+    result = ParsedFile(data=data, size=len(data), incomplete_tail=bool(data) and not data.endswith(b"\n"))
+    return _split_session(result, iter_jsonl(data, result.warnings))
+
+
+def parse_session_file(path: str | os.PathLike[str]) -> ParsedFile:
+    """Read a session file piece by piece (see :func:`parse_session_bytes`); its text is not kept."""
+    result = ParsedFile(path=os.fspath(path))
+    with open(path, "rb") as handle:
+        stat = os.fstat(handle.fileno())
+        result.size, result.mtime_ns = stat.st_size, stat.st_mtime_ns
+        chunks = iter(lambda: handle.read(CHUNK_SIZE), b"")
+        _split_session(result, iter_jsonl(_limited(chunks, stat.st_size), result.warnings))
+        if result.size:
+            handle.seek(result.size - 1)
+            result.incomplete_tail = handle.read(1) != b"\n"
+    return result
+
+
+def _limited(chunks: Iterator[bytes], size: int) -> Iterator[bytes]:
+    """Stop at the size the file had when opened (an agent may be appending while we read)."""
+    left = size
+    for chunk in chunks:
+        if left <= 0:
+            return
+        yield chunk if len(chunk) <= left else chunk[:left]
+        left -= len(chunk)
+
+
+def _split_session(result: ParsedFile, parsed_lines: Iterator[ParsedLine]) -> ParsedFile:
     entries = result.entries
     first_object = True
-    for parsed in iter_jsonl(data, result.warnings):
+    for parsed in parsed_lines:
         value, number = parsed.value, parsed.line
         if first_object:
             first_object = False

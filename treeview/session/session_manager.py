@@ -10,15 +10,26 @@ and a file that needed a migration is never written in place (write a migrated c
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .context import SessionContext, build_session_context, path_to_root
+from .context import SessionContext, build_session_context
 from .ids import generate_id, iso_now, new_session_id, parse_timestamp_ms
-from .jsonl import UNDEFINED, ParsedFile, ParsedLine, ParseWarning, dumps, parse_session_bytes
+from .jsonl import (
+    UNDEFINED,
+    ParsedFile,
+    ParsedLine,
+    ParseWarning,
+    SessionFileChanged,
+    dumps,
+    parse_session_bytes,
+    parse_session_file,
+)
 from .migrations import CURRENT_SESSION_VERSION, migrate_to_current_version
 
 __all__ = [
@@ -42,10 +53,6 @@ class EntryNotFound(KeyError):
 
     def __str__(self) -> str:
         return f"Entry {self.entry_id} not found"
-
-
-class SessionFileChanged(RuntimeError):
-    """The file on disk no longer ends where it was read: appending now could corrupt it. Re-read it first."""
 
 
 @dataclass(slots=True)
@@ -113,6 +120,11 @@ class SessionManager:
         self._header_changed = False
         self._lines: list[ParsedLine | None] = []
         self._changed: set[int] = set()
+        # The index (see _build_index): position of each id, and per position its type and parent position.
+        self._pos: dict[str, int] = {}
+        self._types: list[Any] = []
+        self._parent: list[int] = []
+        self._dangling: dict[str, list[int]] = {}
         # Entries [0, _written) are in the file on disk, which is _file_size bytes long.
         self._written = 0
         self._file_size: int | None = None
@@ -134,9 +146,11 @@ class SessionManager:
     def open(cls, path: str | os.PathLike[str], *, persist: bool = False) -> SessionManager:
         """Load a session file. ``persist=True`` appends new entries to it (only while it is unchanged)."""
         file_path = Path(path).resolve()
-        data = file_path.read_bytes()
-        manager = cls.from_bytes(data, path=str(file_path), persist=persist)
-        manager._file_size = len(data)
+        with _gc_paused():
+            parsed = parse_session_file(file_path)
+            manager = cls(persist=persist)
+            manager._load(parsed, str(file_path))
+        manager._file_size = parsed.size
         return manager
 
     @classmethod
@@ -147,9 +161,10 @@ class SessionManager:
     @classmethod
     def from_bytes(cls, data: bytes, path: str | None = None, *, persist: bool = False) -> SessionManager:
         """Load a session from a file's bytes. Raises ``SessionFileError`` when there is no valid header."""
-        parsed = parse_session_bytes(data)
-        manager = cls(persist=persist)
-        manager._load(parsed, path)
+        with _gc_paused():
+            parsed = parse_session_bytes(data)
+            manager = cls(persist=persist)
+            manager._load(parsed, path)
         return manager
 
     def _load(self, parsed: ParsedFile, path: str | None) -> None:
@@ -179,6 +194,7 @@ class SessionManager:
         self.by_id = {}
         self.labels = {}
         self.leaf_id = None
+        self._pos = {}
         for index, entry in enumerate(self.entries):
             entry_id = entry.get("id")
             if entry.get("type") == "session":
@@ -190,9 +206,41 @@ class SessionManager:
             if entry_id in self.by_id:
                 self._warn(index, f"duplicate id {entry_id!r}: the later entry replaces the earlier one")
             self.by_id[entry_id] = entry
+            self._pos[entry_id] = index
             self.leaf_id = entry_id
             if entry.get("type") == "label":
                 self._apply_label(entry.get("targetId"), entry.get("label"))
+        # Parent links as positions, resolved once: walking a 90,000-deep path over a list of ints is several
+        # times faster than chasing ids through the dict (the entries are scattered over a large heap).
+        self._types = [entry.get("type") for entry in self.entries]
+        self._parent = []
+        self._dangling = {}
+        for index, entry in enumerate(self.entries):
+            self._parent.append(self._resolve_parent(index, entry))
+
+    def _resolve_parent(self, index: int, entry: Entry) -> int:
+        parent_id = entry.get("parentId")
+        if not parent_id or not isinstance(parent_id, str):
+            return -1
+        position = self._pos.get(parent_id, -1)
+        if position < 0:
+            # An orphan: adopt it should an entry with that id be appended later.
+            self._dangling.setdefault(parent_id, []).append(index)
+        return position
+
+    def _path_positions(self, start: int) -> list[int]:
+        """Positions from ``start`` up to its root (leaf first). Stops at a repeated entry (a cycle)."""
+        parent = self._parent
+        path = []
+        position = start
+        limit = len(parent)
+        while position >= 0:
+            path.append(position)
+            position = parent[position]
+            if len(path) > limit:
+                # Only a parent cycle makes a path longer than the session: keep it up to the first repeat.
+                return _until_repeat(path)
+        return path
 
     def _warn(self, index: int, message: str) -> None:
         self.warnings.append(ParseWarning(self.entry_line(index) or 0, message))
@@ -262,8 +310,11 @@ class SessionManager:
     def get_branch(self, from_id: str | None = None) -> list[Entry]:
         """The path from the root to ``from_id`` (default: the leaf), root first; ``[]`` for an unknown id."""
         start = from_id if from_id is not None else self.leaf_id
-        leaf = self.by_id.get(start) if start else None
-        return path_to_root(leaf, self.by_id) if leaf is not None else []
+        position = self._pos.get(start, -1) if start else -1
+        if position < 0:
+            return []
+        entries = self.entries
+        return [entries[p] for p in reversed(self._path_positions(position))]
 
     def get_last_model_change_role(self) -> str | None:
         for entry in reversed(self.get_branch()):
@@ -278,6 +329,10 @@ class SessionManager:
         Orphans and self-parented entries become roots. Entries caught in a parent cycle (which the original
         silently drops) are kept: the first of each cycle in file order becomes a root.
         """
+        with _gc_paused():
+            return self._build_tree()
+
+    def _build_tree(self) -> list[TreeNode]:
         nodes: dict[str, TreeNode] = {}
         for entry_id, entry in self.by_id.items():
             nodes[entry_id] = TreeNode(entry, [], self.labels.get(entry_id))
@@ -368,10 +423,16 @@ class SessionManager:
         return {"type": kind, "id": generate_id(self.by_id), "parentId": self.leaf_id, "timestamp": iso_now()}
 
     def _append(self, entry: Entry) -> str:
+        index = len(self.entries)
         self.entries.append(entry)
         self._lines.append(None)
         entry_id: str = entry["id"]
         self.by_id[entry_id] = entry
+        self._pos[entry_id] = index
+        self._types.append(entry.get("type"))
+        self._parent.append(self._resolve_parent(index, entry))
+        for orphan in self._dangling.pop(entry_id, ()):
+            self._parent[orphan] = index
         self.leaf_id = entry_id
         self._persist()
         return entry_id
@@ -592,13 +653,20 @@ class SessionManager:
 
     def iter_lines(self, *, title_slot: bool = True) -> Iterator[str]:
         """Every line of the file (title slot, header, entries), each ending in a newline."""
-        if title_slot and self.title_slot is not None and self._source is not None:
-            slot = self._source.title_slot_line
-            if slot is not None:
-                yield self._source.raw(slot) + "\n"
-        yield self.header_line() + "\n"
-        for index in range(len(self.entries)):
-            yield self.raw_line(index) + "\n"
+        source = self._source
+        data = source.load_data() if source is not None else b""
+
+        def text(parsed: ParsedLine | None, changed: bool, value: Entry) -> str:
+            if parsed is None or changed or source is None:
+                return dumps(value)
+            return source.raw_from(data, parsed)
+
+        if title_slot and self.title_slot is not None and source is not None:
+            yield text(source.title_slot_line, False, self.title_slot) + "\n"
+        yield text(self._header_line, self._header_changed, self.header) + "\n"
+        changed = self._changed
+        for index, entry in enumerate(self.entries):
+            yield text(self._lines[index], index in changed, entry) + "\n"
 
     def serialize(self, *, title_slot: bool = True) -> str:
         """The whole file: untouched lines byte for byte, migrated or new entries as omp writes them."""
@@ -675,6 +743,31 @@ class SessionManager:
         if not self.migrated:
             return self.header.get("version", 1)
         return self._original_version
+
+
+def _until_repeat(path: list[int]) -> list[int]:
+    seen: set[int] = set()
+    for count, position in enumerate(path):
+        if position in seen:
+            return path[:count]
+        seen.add(position)
+    return path
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building large acyclic structures.
+
+    Loading a big session allocates hundreds of thousands of dicts; the collector would rescan all of them
+    again and again (half of the load time) although they hold no reference cycles.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _defined(entry: Entry) -> Entry:
