@@ -64,7 +64,8 @@ def inspect(manager: SessionManager) -> dict[str, Any]:
         "sourceVersion": manager.source_version,
         "title": manager.session_name,
         "leafId": manager.leaf_id,
-        "entries": [_entry_row(entry) for entry in manager.entries],
+        # A stray second header is kept in the file but, as in the original, is not an entry.
+        "entries": [_entry_row(entry) for entry in manager.entries if entry.get("type") != "session"],
         "tree": _tree_rows(manager.get_tree()),
         "branch": [entry["id"] for entry in manager.get_branch()],
         "labels": dict(manager.labels),
