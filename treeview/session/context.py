@@ -10,10 +10,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import js
 from .ids import parse_timestamp_ms
-from .jsonl import UNDEFINED, format_number
+from .jsonl import UNDEFINED
 
-__all__ = ["SessionContext", "build_session_context", "path_to_root"]
+__all__ = [
+    "SessionContext",
+    "branch_summary_message",
+    "build_session_context",
+    "compaction_summary_message",
+    "entry_to_message",
+    "path_to_root",
+]
 
 Entry = dict[str, Any]
 
@@ -59,8 +67,13 @@ def _ms(timestamp: Any) -> float | None:
     return int(value) if float(value).is_integer() else value
 
 
-def _message_for(entry: Entry) -> dict[str, Any] | None:
-    """The AgentMessage an entry contributes to the context, if any (§11 step 4)."""
+def entry_to_message(entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The AgentMessage an entry contributes to the context, if any (§11 step 4).
+
+    ``message`` entries give their message, ``custom_message`` a ``custom`` message, ``branch_summary``
+    (with a non-empty summary) a ``branchSummary`` message; every other type, compaction included (the
+    context puts its summary first, see :func:`compaction_summary_message`), gives None.
+    """
     kind = entry.get("type")
     if kind == "message":
         message = entry.get("message")
@@ -76,13 +89,33 @@ def _message_for(entry: Entry) -> dict[str, Any] | None:
             "timestamp": _ms(entry.get("timestamp")),
         }
     if kind == "branch_summary" and entry.get("summary"):
-        return {
-            "role": "branchSummary",
-            "summary": entry["summary"],
-            "fromId": entry.get("fromId", UNDEFINED),
-            "timestamp": _ms(entry.get("timestamp")),
-        }
+        return branch_summary_message(entry)
     return None
+
+
+def branch_summary_message(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``branchSummary`` message of a ``branch_summary`` entry (v15 ``createBranchSummaryMessage``)."""
+    return {
+        "role": "branchSummary",
+        "summary": entry.get("summary", UNDEFINED),
+        "fromId": entry.get("fromId", UNDEFINED),
+        "timestamp": _ms(entry.get("timestamp")),
+    }
+
+
+def compaction_summary_message(entry: Mapping[str, Any], provider_payload: Any = UNDEFINED) -> dict[str, Any]:
+    """The ``compactionSummary`` message of a ``compaction`` entry (v15 ``createCompactionSummaryMessage``).
+
+    ``providerPayload`` is always a key, UNDEFINED (so not serialized) unless ``provider_payload`` is given.
+    """
+    return {
+        "role": "compactionSummary",
+        "summary": entry.get("summary", UNDEFINED),
+        "shortSummary": entry.get("shortSummary", UNDEFINED),
+        "tokensBefore": entry.get("tokensBefore", UNDEFINED),
+        "providerPayload": provider_payload,
+        "timestamp": _ms(entry.get("timestamp")),
+    }
 
 
 def _provider_payload(compaction: Entry) -> dict[str, Any] | None:
@@ -99,7 +132,7 @@ def _provider_payload(compaction: Entry) -> dict[str, Any] | None:
 
 def _emit(entries: Iterable[Entry], messages: list[dict[str, Any]]) -> None:
     for entry in entries:
-        message = _message_for(entry)
+        message = entry_to_message(entry)
         if message is not None:
             messages.append(message)
 
@@ -149,8 +182,8 @@ def build_session_context(
                 and message.get("role") == "assistant"
                 and not explicit_default_model
             ):
-                provider = _js_str(message.get("provider", UNDEFINED))
-                context.models["default"] = f"{provider}/{_js_str(message.get('model', UNDEFINED))}"
+                provider = js.to_string(message.get("provider", UNDEFINED))
+                context.models["default"] = f"{provider}/{js.to_string(message.get('model', UNDEFINED))}"
         elif kind == "compaction":
             compaction_index = index
         elif kind == "ttsr_injection":
@@ -173,16 +206,7 @@ def build_session_context(
 
     compaction = path[compaction_index]
     payload = _provider_payload(compaction)
-    messages.append(
-        {
-            "role": "compactionSummary",
-            "summary": compaction.get("summary", UNDEFINED),
-            "shortSummary": compaction.get("shortSummary", UNDEFINED),
-            "tokensBefore": compaction.get("tokensBefore", UNDEFINED),
-            "providerPayload": UNDEFINED if payload is None else payload,
-            "timestamp": _ms(compaction.get("timestamp")),
-        }
-    )
+    messages.append(compaction_summary_message(compaction, UNDEFINED if payload is None else payload))
     if payload is None:
         first_kept = compaction.get("firstKeptEntryId")
         kept_ids = (i for i in range(compaction_index) if path[i].get("id") == first_kept)
@@ -190,16 +214,3 @@ def build_session_context(
         _emit(path[start:compaction_index], messages)
     _emit(path[compaction_index + 1 :], messages)
     return context
-
-
-def _js_str(value: Any) -> str:
-    """``String(value)`` for what a template literal interpolates."""
-    if value is None:
-        return "null"
-    if value is UNDEFINED:
-        return "undefined"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return format_number(value)
-    return str(value)
