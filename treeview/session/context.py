@@ -6,8 +6,9 @@ the first repeated id, so a cycle in parent links never hangs it (§20.3).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from . import js
@@ -15,6 +16,7 @@ from .ids import parse_timestamp_ms
 from .jsonl import UNDEFINED
 
 __all__ = [
+    "context_for_path",
     "SessionContext",
     "branch_summary_message",
     "build_session_context",
@@ -153,14 +155,37 @@ def build_session_context(
         leaf = entries[-1] if entries else None
     if leaf is None:
         return SessionContext()
+    return context_for_path(path_to_root(leaf, by_id))
 
-    path = path_to_root(leaf, by_id)
+
+def _scan_for_id(path: Sequence[Entry], entry_id: Any, stop: int) -> int:
+    return next((i for i in range(stop) if path[i].get("id") == entry_id), stop)
+
+
+def context_for_path(
+    path: Sequence[Entry],
+    kinds: Sequence[Any] | None = None,
+    find: Callable[[Any, int], int] | None = None,
+) -> SessionContext:
+    """The context for a root-first path (§11 steps 3-6).
+
+    A caller with an index passes ``kinds`` (each path entry's type) and ``find(id, stop)`` (the path index of
+    that id before ``stop``, else ``stop``): then only the bookkeeping entries and the emitted messages are
+    touched, not every entry of a path tens of thousands deep.
+    """
+    if kinds is None:
+        kinds = [entry.get("type") for entry in path]
     context = SessionContext()
     compaction_index = -1
     ttsr: dict[str, None] = {}
-    explicit_default_model = False
-    for index, entry in enumerate(path):
-        kind = entry.get("type")
+    # role -> [path index of its first assignment, its last value]: the insertion order of `models` is the
+    # order in which the original first assigned each role.
+    models: dict[Any, list[Any]] = {}
+    first_explicit_default = len(path)
+    for index, kind in enumerate(kinds):
+        if kind == "message":
+            continue
+        entry = path[index]
         if kind == "thinking_level_change":
             level = entry.get("thinkingLevel")
             context.thinking_level = "off" if level is None else level
@@ -169,21 +194,12 @@ def build_session_context(
             if model:
                 role = entry.get("role")
                 role = "default" if role is None else role
-                context.models[role] = model
+                models.setdefault(role, [index, None])[1] = model
                 if role == "default":
-                    explicit_default_model = True
+                    first_explicit_default = min(first_explicit_default, index)
         elif kind == "service_tier_change":
             tier = entry.get("serviceTier")
             context.service_tier = UNDEFINED if tier is None else tier
-        elif kind == "message":
-            message = entry.get("message")
-            if (
-                isinstance(message, dict)
-                and message.get("role") == "assistant"
-                and not explicit_default_model
-            ):
-                provider = js.to_string(message.get("provider", UNDEFINED))
-                context.models["default"] = f"{provider}/{js.to_string(message.get('model', UNDEFINED))}"
         elif kind == "compaction":
             compaction_index = index
         elif kind == "ttsr_injection":
@@ -198,19 +214,43 @@ def build_session_context(
             context.mode = entry.get("mode", UNDEFINED)
             context.mode_data = entry.get("data", UNDEFINED)
     context.injected_ttsr_rules = list(ttsr)
+    _infer_default_model(path, kinds, first_explicit_default, models)
+    context.models = {role: value for role, (_, value) in sorted(models.items(), key=lambda item: item[1][0])}
 
     messages = context.messages
     if compaction_index < 0:
         _emit(path, messages)
         return context
-
     compaction = path[compaction_index]
     payload = _provider_payload(compaction)
     messages.append(compaction_summary_message(compaction, UNDEFINED if payload is None else payload))
     if payload is None:
-        first_kept = compaction.get("firstKeptEntryId")
-        kept_ids = (i for i in range(compaction_index) if path[i].get("id") == first_kept)
-        start = next(kept_ids, compaction_index)
+        start = (find or partial(_scan_for_id, path))(compaction.get("firstKeptEntryId"), compaction_index)
         _emit(path[start:compaction_index], messages)
     _emit(path[compaction_index + 1 :], messages)
     return context
+
+
+def _is_assistant(entry: Entry) -> bool:
+    message = entry.get("message")
+    return isinstance(message, dict) and message.get("role") == "assistant"
+
+
+def _infer_default_model(
+    path: Sequence[Entry], kinds: Sequence[Any], stop: int, models: dict[Any, list[Any]]
+) -> None:
+    """Assistant messages set the default model until an explicit default ``model_change`` (§11 step 3).
+
+    Only the first of them (where ``default`` is first assigned) and the last (its value) matter, so the
+    path is searched from both ends instead of reading every message.
+    """
+    first = next((i for i in range(stop) if kinds[i] == "message" and _is_assistant(path[i])), None)
+    if first is None:
+        return
+    if "default" in models:
+        models["default"][0] = min(models["default"][0], first)
+        return
+    last = next(i for i in range(stop - 1, first - 1, -1) if kinds[i] == "message" and _is_assistant(path[i]))
+    message = path[last]["message"]
+    provider = js.to_string(message.get("provider", UNDEFINED))
+    models["default"] = [first, f"{provider}/{js.to_string(message.get('model', UNDEFINED))}"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .context import SessionContext, build_session_context
+from .context import SessionContext, context_for_path
 from .ids import generate_id, iso_now, new_session_id, parse_timestamp_ms
 from .jsonl import (
     UNDEFINED,
@@ -389,7 +389,33 @@ class SessionManager:
     def build_session_context(self, leaf_id: str | None | Any = UNDEFINED) -> SessionContext:
         """The context at ``leaf_id`` (default: the current leaf)."""
         leaf = self.leaf_id if leaf_id is UNDEFINED else leaf_id
-        return build_session_context(self.entries, leaf, self.by_id)
+        if leaf is None:
+            return SessionContext()
+        position = self._pos.get(leaf, -1) if isinstance(leaf, str) and leaf else -1
+        if position < 0:
+            # An unknown leaf falls back to the last entry, as in the original.
+            kinds = self._types
+            position = next((i for i in range(len(kinds) - 1, -1, -1) if kinds[i] != "session"), -1)
+            if position < 0:
+                return SessionContext()
+        positions = self._path_positions(position)
+        positions.reverse()
+        entries, kinds = self.entries, self._types
+        path = [entries[p] for p in positions]
+
+        def find(entry_id: Any, stop: int) -> int:
+            target = self._pos.get(entry_id) if isinstance(entry_id, str) else None
+            if target is not None:
+                try:
+                    found = positions.index(target, 0, stop)
+                except ValueError:
+                    pass
+                else:
+                    return found
+            # Not where the index says (a duplicate id, say): look for it the slow way, like the original.
+            return next((i for i in range(stop) if path[i].get("id") == entry_id), stop)
+
+        return context_for_path(path, [kinds[p] for p in positions], find)
 
     def usage_statistics(self) -> UsageStatistics:
         stats = UsageStatistics()
