@@ -395,3 +395,24 @@ def test_any_sequence_of_operations_keeps_a_valid_tree(ops: list[tuple[str, int]
     reread = SessionManager.from_text(manager.serialize())
     assert reread.entries == manager.entries and reread.labels == manager.labels
     assert reread.leaf_id == (manager.entries[-1]["id"] if manager.entries else None)
+
+
+def test_unknown_entry_types_and_keys_are_kept_and_behave_as_tree_nodes() -> None:
+    future = dumps(
+        {
+            "type": "hologram",
+            "id": "h1",
+            "parentId": "a",
+            "timestamp": "2026-05-01T10:00:02.000Z",
+            "beam": [1.5],
+        }
+    )
+    manager = _session(_entry("a", None, extra_key={"x": 1}), future)
+    assert manager.leaf_id == "h1"
+    assert [e["id"] for e in manager.get_branch()] == ["a", "h1"]
+    assert manager.get_tree()[0].children[0].entry["type"] == "hologram"
+    assert manager.build_session_context().messages == []
+    assert manager.raw_line(1) == future and manager.entries[0]["extra_key"] == {"x": 1}
+    child = manager.append_message({"role": "user", "content": "go on", "timestamp": 3})
+    assert manager.by_id[child]["parentId"] == "h1"
+    assert SessionManager.from_text(manager.serialize()).entries == manager.entries
