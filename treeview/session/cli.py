@@ -7,6 +7,7 @@ gives machine-readable answers (the shapes are documented in the README), withou
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from typing import Any
 
 from .jsonl import SessionFileError, dumps
 from .messages import message_text
-from .navigation import InvalidBranchEntry, prepare_navigation
+from .navigation import InvalidBranchEntry, branch_from_user_message, prepare_navigation
 from .selector import FILTER_MODES, TreeSelector, render_lines
 from .session_manager import EntryNotFound, SessionManager, TreeNode
 
@@ -133,20 +134,14 @@ def navigate(manager: SessionManager, targets: Sequence[str]) -> list[dict[str, 
 
 def branch_file(manager: SessionManager, entry_id: str, out: Path) -> dict[str, Any]:
     """Write the file ``/branch`` writes for a user message (§14) to ``out``."""
-    entry = manager.get_entry(entry_id)
-    message = entry.get("message") if entry is not None else None
-    if entry is None or entry.get("type") != "message" or not isinstance(message, dict):
-        raise InvalidBranchEntry()
-    if message.get("role") != "user":
-        raise InvalidBranchEntry()
-    previous = manager.session_file
-    parent_id = entry.get("parentId")
-    if parent_id and parent_id in manager.by_id:
-        manager.create_branched_session(parent_id)
-    else:
-        manager.new_session(previous)
+    result = asyncio.run(branch_from_user_message(manager, entry_id))
     manager.write_to(out)
-    return {"file": str(out), "sessionId": manager.session_id, "entries": len(manager.entries)}
+    return {
+        "file": str(out),
+        "sessionId": manager.session_id,
+        "entries": len(manager.entries),
+        "selectedText": result.selected_text,
+    }
 
 
 def _parser() -> argparse.ArgumentParser:
