@@ -124,10 +124,27 @@ def parse_database_url(url: str, *, base_dir: Path, name: str = "DATABASE_URL") 
             raise ImproperlyConfigured(
                 f"{name} must look like sqlite:///db.sqlite3 or sqlite:////abs/path.db"
             )
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": base_dir / path}
+        return sqlite_config(base_dir / path)
     raise ImproperlyConfigured(
         f"{name} has unsupported scheme {parts.scheme!r} (use postgres:// or sqlite://)"
     )
+
+
+def sqlite_config(path: Path) -> dict[str, Any]:
+    """SQLite in WAL mode (readers never block the writer) with IMMEDIATE transactions.
+
+    IMMEDIATE takes the write lock when a transaction starts, so two processes appending to one session are
+    serialized instead of both reading the same "next position" and one failing on commit.
+    """
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": path,
+        "OPTIONS": {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+        },
+    }
 
 
 def database_config(*, base_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -139,7 +156,7 @@ def database_config(*, base_dir: Path, environ: Mapping[str, str] | None = None)
     if url is not None:
         return parse_database_url(url, base_dir=base_dir)
     if backend == "sqlite":
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": base_dir / "db.sqlite3"}
+        return sqlite_config(base_dir / "db.sqlite3")
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": get_str("PGDATABASE", "arbor", environ),

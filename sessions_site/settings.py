@@ -80,7 +80,10 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": env.database_config(base_dir=BASE_DIR)}
+# Arbor's own files (the SQLite database unless DATABASE_URL says otherwise, uploaded sessions).
+ARBOR_DATA_DIR = env.get_paths("ARBOR_DATA_DIR", [BASE_DIR / "var"], base_dir=BASE_DIR)[0]
+ARBOR_DATA_DIR.mkdir(parents=True, exist_ok=True)
+DATABASES = {"default": env.database_config(base_dir=ARBOR_DATA_DIR)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CHANNEL_LAYERS = env.channel_layers_config()
@@ -107,3 +110,12 @@ else:
     if os.environ.get("XDG_DATA_HOME"):
         _default_session_dirs.append(Path(os.environ["XDG_DATA_HOME"]) / "omp" / "sessions")
 ARBOR_SESSION_DIRS = env.get_paths("ARBOR_SESSION_DIRS", _default_session_dirs, base_dir=BASE_DIR)
+
+# Uploads: largest accepted session file, in MB (the request body limit follows it).
+ARBOR_UPLOAD_MAX_MB = env.get_int("ARBOR_UPLOAD_MAX_MB", 512, minimum=1)
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+ARBOR_UPLOAD_DIR = ARBOR_DATA_DIR / "uploads"
+
+# Opt-in: entries Arbor appends are also appended to the agent's own file (only while it is unchanged).
+ARBOR_WRITE_BACK = env.get_bool("ARBOR_WRITE_BACK", False)

@@ -31,10 +31,11 @@ def test_defaults_are_debug_sqlite_in_project_dir_and_in_memory_layer(monkeypatc
 
     assert config["DEBUG"] is True
     assert config["ALLOWED_HOSTS"] == ["127.0.0.1", "localhost", "[::1]"]
-    assert config["DATABASES"]["default"] == {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": BASE_DIR / "db.sqlite3",
-    }
+    database = config["DATABASES"]["default"]
+    assert database["ENGINE"] == "django.db.backends.sqlite3"
+    assert database["NAME"] == BASE_DIR / "var" / "db.sqlite3"
+    assert database["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+    assert "journal_mode=WAL" in database["OPTIONS"]["init_command"]
     assert config["CHANNEL_LAYERS"]["default"]["BACKEND"] == "channels.layers.InMemoryChannelLayer"
     assert config["INSTALLED_APPS"][0] == "daphne"
 

@@ -1,2 +1,187 @@
-# No tables yet: session storage (AgentSession and its append-only entries) comes in the next issue.
-# Until then the session list reads *.jsonl files straight from disk (treeview/session_files.py).
+"""Sessions and their entries, as imported from the agents' files.
+
+An ``Entry`` row is one line of a session file (or one entry Arbor appended), with its exact text and the
+columns the views filter, sort and search on. Rows are never updated: the file is append-only, and so is the
+table (``Entry.save`` and ``EntryQuerySet.update`` refuse). Labels are label entries, resolved per target.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.db.models import Max, Q
+
+__all__ = ["AgentSession", "AppendOnlyError", "Entry", "EntryQuerySet", "ImportIssue"]
+
+
+class AppendOnlyError(RuntimeError):
+    """A stored entry cannot be changed: append a new entry instead (a label, a summary ...)."""
+
+
+class AgentSessionQuerySet(models.QuerySet["AgentSession"]):
+    def for_path(self, path: str) -> AgentSessionQuerySet:
+        return self.filter(source_path=path)
+
+    def newest_first(self) -> AgentSessionQuerySet:
+        return self.order_by(models.F("last_timestamp").desc(nulls_last=True), "-id")
+
+
+class AgentSession(models.Model):
+    """One session file: its header, where it came from, what was imported, and the totals the list shows."""
+
+    class Agent(models.TextChoices):
+        PI = "pi", "pi"
+        OMP = "omp", "oh-my-pi"
+
+    session_id = models.CharField(max_length=200, unique=True)
+    header_raw = models.TextField(help_text="the header line exactly as in the file")
+    title_slot_raw = models.TextField(blank=True, help_text="omp v16+ title slot line (§20.1), if any")
+    title = models.CharField(max_length=500, blank=True)
+    cwd = models.TextField(blank=True)
+    agent = models.CharField(max_length=8, choices=Agent.choices, default=Agent.OMP)
+    format_version = models.PositiveSmallIntegerField(default=3, help_text="version the file was written in")
+    parent_session = models.TextField(blank=True, help_text="header parentSession as written: a path or an id")
+    created_at = models.CharField(max_length=40, blank=True, help_text="header timestamp as written")
+
+    # Where it came from and how much of it is in the database.
+    source_path = models.TextField(blank=True, db_index=True)
+    source_size = models.BigIntegerField(default=0, help_text="bytes imported: complete lines only")
+    source_mtime_ns = models.BigIntegerField(default=0)
+    source_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the imported bytes")
+    head_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the first 64 KiB imported")
+    tail_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the last 64 KiB imported")
+    pending_tail = models.PositiveIntegerField(default=0, help_text="bytes of a half-written last line")
+    written_back_seq = models.BigIntegerField(default=0, help_text="Arbor entries up to here are in the file")
+
+    # The tree as the views need it.
+    leaf_id = models.CharField(max_length=64, blank=True, null=True)
+    next_seq = models.BigIntegerField(default=0)
+    entry_count = models.PositiveIntegerField(default=0)
+    message_count = models.PositiveIntegerField(default=0)
+    tool_call_count = models.PositiveIntegerField(default=0)
+    branch_point_count = models.PositiveIntegerField(default=0)
+    first_timestamp = models.DateTimeField(null=True, blank=True)
+    last_timestamp = models.DateTimeField(null=True, blank=True)
+    models_used = models.JSONField(default=list, blank=True)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    cost = models.FloatField(default=0)
+
+    warnings = models.JSONField(default=list, blank=True, help_text="[{line, message}] from reading the file")
+    imported_at = models.DateTimeField(auto_now_add=True)
+    synced_at = models.DateTimeField(auto_now=True)
+
+    objects = AgentSessionQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["cwd", "last_timestamp"])]
+
+    def __str__(self) -> str:
+        return self.title or self.session_id
+
+    @property
+    def display_title(self) -> str:
+        return self.title or self.session_id
+
+    def parent(self) -> AgentSession | None:
+        """The imported session ``parentSession`` names (a file path or a session id), if there is one."""
+        if not self.parent_session:
+            return None
+        return (
+            AgentSession.objects.filter(Q(source_path=self.parent_session) | Q(session_id=self.parent_session))
+            .exclude(pk=self.pk)
+            .first()
+        )
+
+    def children(self) -> AgentSessionQuerySet:
+        """Sessions forked from this one (their ``parentSession`` names this file or this id)."""
+        names = [self.session_id] + ([self.source_path] if self.source_path else [])
+        return AgentSession.objects.filter(parent_session__in=names).exclude(pk=self.pk)  # type: ignore[return-value]
+
+    def resolved_labels(self) -> dict[str, str]:
+        """target id → label: the last label entry per target wins; an empty one clears (§5.9)."""
+        labels: dict[str, str] = {}
+        rows = self.entries.filter(type="label").order_by("seq").values_list("label_target", "label_text")
+        for target, text in rows:
+            if not target:
+                continue
+            labels.pop(target, None)
+            if text:
+                labels[target] = text
+        return labels
+
+
+class EntryQuerySet(models.QuerySet["Entry"]):
+    def update(self, **kwargs: Any) -> int:
+        raise AppendOnlyError("entries are append-only; append a new entry instead")
+
+    def in_file_order(self) -> EntryQuerySet:
+        return self.order_by("seq")
+
+    def max_seq(self) -> int:
+        value = self.aggregate(m=Max("seq"))["m"]
+        return -1 if value is None else int(value)
+
+
+class Entry(models.Model):
+    """One entry of a session: the exact line, and the columns derived from it once at import."""
+
+    class Origin(models.TextChoices):
+        FILE = "file", "read from the session file"
+        ARBOR = "arbor", "appended in Arbor"
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="entries")
+    seq = models.BigIntegerField(help_text="order of arrival in the session: file order, then Arbor's appends")
+    line = models.PositiveIntegerField(null=True, blank=True, help_text="physical line in the source file")
+    origin = models.CharField(max_length=8, choices=Origin.choices, default=Origin.FILE)
+    entry_id = models.CharField(max_length=64, blank=True)
+    parent_id = models.CharField(max_length=64, null=True, blank=True)
+    type = models.CharField(max_length=64)
+    role = models.CharField(max_length=32, blank=True)
+    timestamp = models.CharField(max_length=40, blank=True, help_text="as written")
+    ts = models.DateTimeField(null=True, blank=True, help_text="parsed timestamp, for sorting")
+    raw = models.TextField(help_text="the exact line text (without its newline)")
+    # Derived once at import (pure functions of this line, plus the tool call a tool result answers).
+    text = models.TextField(blank=True, help_text="the tree row text (§17.4), without label")
+    search_text = models.TextField(blank=True, help_text="lower-cased searchable text (§17.6), without label")
+    has_text = models.BooleanField(default=False, help_text="assistant message with non-blank text")
+    stop_reason = models.CharField(max_length=32, blank=True)
+    label_target = models.CharField(max_length=64, blank=True)
+    label_text = models.TextField(blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cost = models.FloatField(default=0)
+
+    objects = EntryQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="entry_unique_seq")]
+        indexes = [
+            models.Index(fields=["session", "entry_id"]),
+            models.Index(fields=["session", "parent_id"]),
+            models.Index(fields=["session", "type", "seq"]),
+            models.Index(fields=["session", "label_target"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.entry_id}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None and not self._state.adding:
+            raise AppendOnlyError(f"entry {self.entry_id} is stored; entries are append-only")
+        super().save(*args, **kwargs)
+
+
+class ImportIssue(models.Model):
+    """A file that could not be imported, with the reason (shown in the session list until it imports)."""
+
+    source_path = models.TextField(unique=True)
+    error = models.TextField()
+    seen_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.source_path}: {self.error}"

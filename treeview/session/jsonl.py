@@ -33,7 +33,10 @@ __all__ = [
     "dumps",
     "format_number",
     "is_title_slot",
+    "PhysicalLine",
     "iter_jsonl",
+    "iter_physical_lines",
+    "parse_line",
     "parse_jsonl",
     "loads",
     "parse_session_bytes",
@@ -300,14 +303,24 @@ def parse_session_text(text: str) -> ParsedFile:
 CHUNK_SIZE = 8 * 1024 * 1024
 
 
-def iter_jsonl(data: bytes | Iterable[bytes], warnings: list[ParseWarning]) -> Iterator[ParsedLine]:
-    """Yield every JSON object of a JSONL text, leniently (§2, §21.4).
+@dataclass(slots=True)
+class PhysicalLine:
+    """One line of a file: its bytes (without the newline) and where they are in the whole text."""
 
-    ``data`` is the whole text or its successive chunks (a file read piece by piece never needs to be held in
-    memory at once); ``start``/``end`` of each result are offsets in the whole text. Blank lines, lines that
-    are not JSON, values that are not objects and a final partial line are skipped; a line holding several
-    JSON objects glued together yields every object (the original keeps only the first). Every skipped or
-    repaired line is reported in ``warnings``.
+    number: int
+    start: int
+    end: int
+    data: bytes
+    has_newline: bool
+
+
+def iter_physical_lines(
+    data: bytes | Iterable[bytes], warnings: list[ParseWarning]
+) -> Iterator[PhysicalLine]:
+    """Split a text, given whole or as successive chunks, into lines with their offsets in the whole text.
+
+    A byte order mark before the first line is dropped (with a warning). A file read piece by piece never
+    needs to be held in memory at once.
     """
     chunks: Iterable[bytes] = (data,) if isinstance(data, bytes) else data
     number = 0
@@ -333,7 +346,7 @@ def iter_jsonl(data: bytes | Iterable[bytes], warnings: list[ParseWarning]) -> I
                 if buf.startswith(b"\xef\xbb\xbf"):
                     start += 3
                     warnings.append(ParseWarning(number, "byte order mark at the start of the file ignored"))
-            yield from _parse_line(buf[start:stop], base + start, base + stop, number, True, warnings)
+            yield PhysicalLine(number, base + start, base + stop, buf[start:stop], True)
             pos = stop + 1
         if last + 1 < len(buf):
             pending.append(buf[last + 1 :])
@@ -344,7 +357,24 @@ def iter_jsonl(data: bytes | Iterable[bytes], warnings: list[ParseWarning]) -> I
         start = 3 if first and rest.startswith(b"\xef\xbb\xbf") else 0
         if start:
             warnings.append(ParseWarning(number, "byte order mark at the start of the file ignored"))
-        yield from _parse_line(rest[start:], base + start, base + len(rest), number, False, warnings)
+        yield PhysicalLine(number, base + start, base + len(rest), rest[start:], False)
+
+
+def iter_jsonl(data: bytes | Iterable[bytes], warnings: list[ParseWarning]) -> Iterator[ParsedLine]:
+    """Yield every JSON object of a JSONL text, leniently (§2, §21.4).
+
+    ``data`` is the whole text or its successive chunks; ``start``/``end`` of each result are offsets in the
+    whole text. Blank lines, lines that are not JSON, values that are not objects and a final partial line are
+    skipped; a line holding several JSON objects glued together yields every object (the original keeps only
+    the first). Every skipped or repaired line is reported in ``warnings``.
+    """
+    for line in iter_physical_lines(data, warnings):
+        yield from parse_line(line, warnings)
+
+
+def parse_line(line: PhysicalLine, warnings: list[ParseWarning]) -> list[ParsedLine]:
+    """The JSON objects of one physical line (usually one), with warnings for what was skipped or repaired."""
+    return _parse_line(line.data, line.start, line.end, line.number, line.has_newline, warnings)
 
 
 def _parse_line(

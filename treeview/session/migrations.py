@@ -3,77 +3,98 @@
 They run on load, before indexing, and mutate the parsed objects in place. New keys are appended at the end
 of an object (Python dicts keep insertion order like JavaScript objects), so a migrated file is written with
 the same bytes oh-my-pi writes, ids aside.
+
+:class:`Migrator` works one object at a time, so a file can be migrated while it streams through (the
+database import never holds a whole session); :func:`migrate_to_current_version` runs it over a list.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .ids import generate_id
 
-__all__ = ["CURRENT_SESSION_VERSION", "migrate_to_current_version"]
+__all__ = ["CURRENT_SESSION_VERSION", "IdMaker", "Migrator", "migrate_to_current_version"]
 
 CURRENT_SESSION_VERSION = 3
 
-
-def _migrate_v1_to_v2(file_entries: list[dict[str, Any]], changed: set[int]) -> None:
-    # The original passes an empty collision set that it never fills; filling it makes collisions impossible.
-    ids: set[str] = set()
-    previous_id: str | None = None
-    for index, entry in enumerate(file_entries):
-        changed.add(index)
-        if entry.get("type") == "session":
-            entry["version"] = 2
-            continue
-        entry_id = generate_id(ids)
-        ids.add(entry_id)
-        # Assigning to an existing key keeps its position, exactly like the JS property assignment.
-        entry["id"] = entry_id
-        entry["parentId"] = previous_id
-        previous_id = entry_id
-        if entry.get("type") == "compaction" and "firstKeptEntryIndex" in entry:
-            index_value = entry["firstKeptEntryIndex"]
-            if isinstance(index_value, int | float) and not isinstance(index_value, bool):
-                # The index counts the header as 0, in the parsed array (skipped lines shift it, as upstream).
-                target = (
-                    file_entries[int(index_value)]
-                    if float(index_value).is_integer() and 0 <= index_value < len(file_entries)
-                    else None
-                )
-                if target is not None and target.get("type") != "session":
-                    entry["firstKeptEntryId"] = target.get("id")
-                del entry["firstKeptEntryIndex"]
+#: Makes the id of the entry at a position, avoiding ``used`` (the original draws random ids).
+IdMaker = Callable[[int, set[str]], str]
 
 
-def _migrate_v2_to_v3(file_entries: list[dict[str, Any]], changed: set[int]) -> None:
-    for index, entry in enumerate(file_entries):
-        if entry.get("type") == "session":
-            entry["version"] = 3
-            changed.add(index)
-            continue
-        message = entry.get("message")
-        if entry.get("type") != "message" or not isinstance(message, dict):
-            continue
-        if message.get("role") == "hookMessage":
+def _random_id(position: int, used: set[str]) -> str:
+    return generate_id(used)
+
+
+def _version_of(header: dict[str, Any] | None) -> int | float:
+    version = header.get("version", 1) if header is not None else 1
+    if not isinstance(version, int | float) or isinstance(version, bool):
+        return 1
+    return version
+
+
+class Migrator:
+    """Migrates the objects of one file in file order: the header first, then every entry."""
+
+    def __init__(self, header: dict[str, Any] | None, make_id: IdMaker = _random_id) -> None:
+        self.version = _version_of(header)
+        self.make_id = make_id
+        # The original's collision set is never filled; filling it makes collisions impossible.
+        self._used: set[str] = set()
+        self._previous_id: str | None = None
+        # Position in the parsed array (the header is 0) → (type, id), for firstKeptEntryIndex.
+        self._positions: list[tuple[Any, Any]] = []
+
+    @property
+    def needed(self) -> bool:
+        return self.version < CURRENT_SESSION_VERSION
+
+    def migrate(self, obj: dict[str, Any]) -> bool:
+        """Migrate the next object of the file (header or entry) in place. Returns whether it changed."""
+        if not self.needed:
+            return False
+        changed = False
+        kind = obj.get("type")
+        if kind == "session":
+            # v1→v2 appends `version`; v2→v3 then overwrites it where it stands.
+            obj["version"] = CURRENT_SESSION_VERSION
+            self._positions.append((kind, None))
+            return True
+        if self.version < 2:
+            entry_id = self.make_id(len(self._positions), self._used)
+            self._used.add(entry_id)
+            obj["id"] = entry_id
+            obj["parentId"] = self._previous_id
+            self._previous_id = entry_id
+            changed = True
+        self._positions.append((kind, obj.get("id")))
+        if self.version < 2 and kind == "compaction" and "firstKeptEntryIndex" in obj:
+            self._resolve_first_kept(obj)
+        message = obj.get("message")
+        if kind == "message" and isinstance(message, dict) and message.get("role") == "hookMessage":
             message["role"] = "custom"
-            changed.add(index)
+            changed = True
+        return changed
+
+    def _resolve_first_kept(self, compaction: dict[str, Any]) -> None:
+        index = compaction["firstKeptEntryIndex"]
+        if isinstance(index, int | float) and not isinstance(index, bool) and float(index).is_integer():
+            # Counted in the parsed array with the header at 0; skipped lines shift it, as upstream.
+            position = int(index)
+            if 0 <= position < len(self._positions):
+                kind, entry_id = self._positions[position]
+                if kind != "session":
+                    compaction["firstKeptEntryId"] = entry_id
+        del compaction["firstKeptEntryIndex"]
 
 
-def migrate_to_current_version(file_entries: list[dict[str, Any]]) -> set[int]:
+def migrate_to_current_version(file_entries: list[dict[str, Any]], make_id: IdMaker = _random_id) -> set[int]:
     """Bring header and entries (header first, file order) to version 3 in place.
 
     Returns the positions of the objects that changed (empty when the file was already current). The version
     is read from the first header, ``1`` when it has none.
     """
     header = next((e for e in file_entries if e.get("type") == "session"), None)
-    version = header.get("version", 1) if header is not None else 1
-    if not isinstance(version, int | float) or isinstance(version, bool):
-        version = 1
-    changed: set[int] = set()
-    if version >= CURRENT_SESSION_VERSION:
-        return changed
-    if version < 2:
-        _migrate_v1_to_v2(file_entries, changed)
-    if version < 3:
-        _migrate_v2_to_v3(file_entries, changed)
-    return changed
+    migrator = Migrator(header, make_id)
+    return {index for index, obj in enumerate(file_entries) if migrator.migrate(obj)}

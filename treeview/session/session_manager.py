@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .context import SessionContext, context_for_path
+from .entries import base_entry, branch_summary_entry, defined, label_entry
 from .ids import generate_id, iso_now, new_session_id, parse_timestamp_ms
 from .jsonl import (
     UNDEFINED,
@@ -446,7 +447,7 @@ class SessionManager:
     # Appending (§9.1): parentId = current leaf, a fresh id, timestamp now; the leaf moves to the new entry.
 
     def _base(self, kind: str) -> Entry:
-        return {"type": kind, "id": generate_id(self.by_id), "parentId": self.leaf_id, "timestamp": iso_now()}
+        return base_entry(kind, self.leaf_id, self.by_id)
 
     def _append(self, entry: Entry) -> str:
         index = len(self.entries)
@@ -481,19 +482,19 @@ class SessionManager:
     def append_mode_change(self, mode: str, data: Any = UNDEFINED) -> str:
         entry = self._base("mode_change")
         entry.update(mode=mode, data=data)
-        return self._append(_defined(entry))
+        return self._append(defined(entry))
 
     def append_model_change(self, model: str, role: Any = UNDEFINED) -> str:
         entry = self._base("model_change")
         entry.update(model=model, role=role)
-        return self._append(_defined(entry))
+        return self._append(defined(entry))
 
     def append_session_init(
         self, system_prompt: Any, task: str, tools: list[str], output_schema: Any = UNDEFINED
     ) -> str:
         entry = self._base("session_init")
         entry.update(systemPrompt=system_prompt, task=task, tools=tools, outputSchema=output_schema)
-        return self._append(_defined(entry))
+        return self._append(defined(entry))
 
     def append_compaction(
         self,
@@ -515,13 +516,13 @@ class SessionManager:
             fromExtension=from_extension,
             preserveData=preserve_data,
         )
-        return self._append(_defined(entry))
+        return self._append(defined(entry))
 
     def append_custom_entry(self, custom_type: str, data: Any = UNDEFINED) -> str:
         # The two "custom" types put their payload keys before the base keys (§5).
         entry: Entry = {"type": "custom", "customType": custom_type, "data": data}
         entry.update(self._base("custom"))
-        return self._append(_defined(entry))
+        return self._append(defined(entry))
 
     def append_custom_message_entry(
         self,
@@ -540,7 +541,7 @@ class SessionManager:
             "attribution": attribution,
         }
         entry.update(self._base("custom_message"))
-        return self._append(_defined(entry))
+        return self._append(defined(entry))
 
     def append_mcp_tool_selection(self, selected_tool_names: list[str]) -> str:
         entry = self._base("mcp_tool_selection")
@@ -556,9 +557,7 @@ class SessionManager:
         """Label (``None``/empty: unlabel) an entry. The label entry is a child of the leaf (§10.9)."""
         if target_id not in self.by_id:
             raise EntryNotFound(target_id)
-        entry = self._base("label")
-        entry.update(targetId=target_id, label=UNDEFINED if label is None else label)
-        entry_id = self._append(_defined(entry))
+        entry_id = self._append(label_entry(self.leaf_id, self.by_id, target_id, label))
         self._apply_label(target_id, label)
         return entry_id
 
@@ -579,14 +578,9 @@ class SessionManager:
         if branch_from_id is not None and branch_from_id not in self.by_id:
             raise EntryNotFound(branch_from_id)
         self.leaf_id = branch_from_id
-        entry = self._base("branch_summary")
-        entry.update(
-            fromId="root" if branch_from_id is None else branch_from_id,
-            summary=summary,
-            details=details,
-            fromExtension=from_extension,
+        return self._append(
+            branch_summary_entry(branch_from_id, self.by_id, summary, details, from_extension)
         )
-        return self._append(_defined(entry))
 
     # ------------------------------------------------------------------------------------------------------
     # New sessions
@@ -794,11 +788,6 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def _defined(entry: Entry) -> Entry:
-    """Drop the keys left ``undefined`` (JSON.stringify omits them; the in-memory object never has them)."""
-    return {key: value for key, value in entry.items() if value is not UNDEFINED}
 
 
 def _is_assistant(entry: Entry) -> bool:
