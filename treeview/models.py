@@ -23,6 +23,10 @@ class AgentSessionQuerySet(models.QuerySet["AgentSession"]):
     def for_path(self, path: str) -> AgentSessionQuerySet:
         return self.filter(source_path=path)
 
+    def by_session_id(self, session_id: str) -> AgentSession | None:
+        """The session with this header id; of several copies, the one synced last."""
+        return self.filter(session_id=session_id).order_by("-synced_at", "-pk").first()
+
     def newest_first(self) -> AgentSessionQuerySet:
         return self.order_by(models.F("last_timestamp").desc(nulls_last=True), "-id")
 
@@ -34,14 +38,18 @@ class AgentSession(models.Model):
         PI = "pi", "pi"
         OMP = "omp", "oh-my-pi"
 
-    session_id = models.CharField(max_length=200, unique=True)
+    # Not unique: the same session can exist as two files (pi's original and omp's migrated copy, a backup).
+    session_id = models.CharField(max_length=200, db_index=True)
     header_raw = models.TextField(help_text="the header line exactly as in the file")
+    prefix_raw = models.TextField(blank=True, help_text="everything before the header: title slot line, BOM")
     title_slot_raw = models.TextField(blank=True, help_text="omp v16+ title slot line (§20.1), if any")
     title = models.CharField(max_length=500, blank=True)
     cwd = models.TextField(blank=True)
     agent = models.CharField(max_length=8, choices=Agent.choices, default=Agent.OMP)
     format_version = models.PositiveSmallIntegerField(default=3, help_text="version the file was written in")
-    parent_session = models.TextField(blank=True, help_text="header parentSession as written: a path or an id")
+    parent_session = models.TextField(
+        blank=True, help_text="header parentSession as written: a path or an id"
+    )
     created_at = models.CharField(max_length=40, blank=True, help_text="header timestamp as written")
 
     # Where it came from and how much of it is in the database.
@@ -51,11 +59,13 @@ class AgentSession(models.Model):
     source_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the imported bytes")
     head_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the first 64 KiB imported")
     tail_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the last 64 KiB imported")
-    pending_tail = models.PositiveIntegerField(default=0, help_text="bytes of a half-written last line")
-    written_back_seq = models.BigIntegerField(default=0, help_text="Arbor entries up to here are in the file")
+    line_count = models.PositiveIntegerField(default=0, help_text="physical lines imported")
+    tail_raw = models.TextField(blank=True, help_text="text after the last imported object (its newline)")
+    pending_raw = models.TextField(blank=True, help_text="a half-written last line, left for the next sync")
 
     # The tree as the views need it.
-    leaf_id = models.CharField(max_length=64, blank=True, null=True)
+    # NULL: no leaf (before the first entry), as the agent's leafId can be null.
+    leaf_id = models.CharField(max_length=64, blank=True, null=True)  # noqa: DJ001
     next_seq = models.BigIntegerField(default=0)
     entry_count = models.PositiveIntegerField(default=0)
     message_count = models.PositiveIntegerField(default=0)
@@ -78,6 +88,11 @@ class AgentSession(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["cwd", "last_timestamp"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source_path"], condition=~Q(source_path=""), name="session_unique_source_path"
+            )
+        ]
 
     def __str__(self) -> str:
         return self.title or self.session_id
@@ -91,7 +106,9 @@ class AgentSession(models.Model):
         if not self.parent_session:
             return None
         return (
-            AgentSession.objects.filter(Q(source_path=self.parent_session) | Q(session_id=self.parent_session))
+            AgentSession.objects.filter(
+                Q(source_path=self.parent_session) | Q(session_id=self.parent_session)
+            )
             .exclude(pk=self.pk)
             .first()
         )
@@ -134,11 +151,17 @@ class Entry(models.Model):
         ARBOR = "arbor", "appended in Arbor"
 
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="entries")
-    seq = models.BigIntegerField(help_text="order of arrival in the session: file order, then Arbor's appends")
+    seq = models.BigIntegerField(
+        help_text="order of arrival in the session: file order, then Arbor's appends"
+    )
     line = models.PositiveIntegerField(null=True, blank=True, help_text="physical line in the source file")
     origin = models.CharField(max_length=8, choices=Origin.choices, default=Origin.FILE)
+    in_file = models.BooleanField(default=True, help_text="part of the source file (read, or written back)")
+    before = models.TextField(default="\n", help_text="exact text between the previous object and this one")
+    digest = models.CharField(max_length=32, blank=True, help_text="blake2b-128 of before + raw")
     entry_id = models.CharField(max_length=64, blank=True)
-    parent_id = models.CharField(max_length=64, null=True, blank=True)
+    # NULL: a root (parentId null). A string is kept as written, even when no entry has that id (an orphan).
+    parent_id = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     type = models.CharField(max_length=64)
     role = models.CharField(max_length=32, blank=True)
     timestamp = models.CharField(max_length=40, blank=True, help_text="as written")

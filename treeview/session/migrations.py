@@ -10,12 +10,13 @@ database import never holds a whole session); :func:`migrate_to_current_version`
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
 from .ids import generate_id
 
-__all__ = ["CURRENT_SESSION_VERSION", "IdMaker", "Migrator", "migrate_to_current_version"]
+__all__ = ["CURRENT_SESSION_VERSION", "IdMaker", "Migrator", "migrate_to_current_version", "stable_id_maker"]
 
 CURRENT_SESSION_VERSION = 3
 
@@ -25,6 +26,24 @@ IdMaker = Callable[[int, set[str]], str]
 
 def _random_id(position: int, used: set[str]) -> str:
     return generate_id(used)
+
+
+def stable_id_maker(session_id: str) -> IdMaker:
+    """Ids for migrated v1 entries that come out the same at every load (the original draws random ones).
+
+    A store that reads the same v1 file again (Arbor's database) needs the same ids to recognise the entries.
+    """
+
+    def make(position: int, used: set[str]) -> str:
+        salt = 0
+        while True:
+            seed = f"{session_id}:{position}:{salt}".encode()
+            candidate = hashlib.blake2b(seed, digest_size=4).hexdigest()
+            if candidate not in used:
+                return candidate
+            salt += 1
+
+    return make
 
 
 def _version_of(header: dict[str, Any] | None) -> int | float:

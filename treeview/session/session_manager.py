@@ -31,7 +31,7 @@ from .jsonl import (
     parse_session_bytes,
     parse_session_file,
 )
-from .migrations import CURRENT_SESSION_VERSION, migrate_to_current_version
+from .migrations import CURRENT_SESSION_VERSION, IdMaker, migrate_to_current_version
 
 __all__ = [
     "EntryNotFound",
@@ -160,15 +160,17 @@ class SessionManager:
         return cls.from_bytes(text.encode("utf-8", errors="surrogatepass"), path=path)
 
     @classmethod
-    def from_bytes(cls, data: bytes, path: str | None = None, *, persist: bool = False) -> SessionManager:
+    def from_bytes(
+        cls, data: bytes, path: str | None = None, *, persist: bool = False, make_id: IdMaker | None = None
+    ) -> SessionManager:
         """Load a session from a file's bytes. Raises ``SessionFileError`` when there is no valid header."""
         with _gc_paused():
             parsed = parse_session_bytes(data)
             manager = cls(persist=persist)
-            manager._load(parsed, path)
+            manager._load(parsed, path, make_id)
         return manager
 
-    def _load(self, parsed: ParsedFile, path: str | None) -> None:
+    def _load(self, parsed: ParsedFile, path: str | None, make_id: IdMaker | None = None) -> None:
         assert parsed.header is not None and parsed.header_line is not None
         self._source = parsed
         self.session_file = path
@@ -182,7 +184,10 @@ class SessionManager:
         cwd = self.header.get("cwd")
         self.cwd = cwd if isinstance(cwd, str) else ""
         self._original_version = self.header.get("version", 1)
-        changed = migrate_to_current_version([self.header, *self.entries])
+        objects = [self.header, *self.entries]
+        changed = (
+            migrate_to_current_version(objects, make_id) if make_id else migrate_to_current_version(objects)
+        )
         if changed:
             self.migrated = True
             self._header_changed = 0 in changed

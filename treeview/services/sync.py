@@ -1,0 +1,523 @@
+"""Import and sync session files into the database, incrementally and without losing a byte.
+
+A file is read as a stream of lines (never held whole). What is stored reproduces it exactly: each entry row
+keeps its line and the text before it (the newline, blank or broken lines), the session keeps what precedes
+the header (title slot) and what follows the last complete line. Re-syncing a file costs:
+
+* unchanged (same size and mtime): one ``stat``;
+* grown (the agent appended; the first and last 64 KiB imported are unchanged): only the new lines;
+* rewritten (migration, title change, omp's atomic rewrite): the whole file, compared with the stored entries
+  so that only what really changed is replaced; entries Arbor appended that are not in the file are kept.
+
+A half-written last line (no newline yet) is not imported; it is kept aside and read again at the next sync.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Max, Min, Sum
+
+from treeview.models import AgentSession, Entry, ImportIssue
+from treeview.services.columns import ToolCalls, entry_facts
+from treeview.session.jsonl import (
+    CHUNK_SIZE,
+    ParseWarning,
+    SessionFileError,
+    is_title_slot,
+    iter_physical_lines,
+    parse_line,
+)
+from treeview.session.migrations import Migrator, stable_id_maker
+
+__all__ = [
+    "SyncResult",
+    "default_session_dirs",
+    "find_session_files",
+    "import_upload",
+    "sync_file",
+    "sync_paths",
+]
+
+log = logging.getLogger(__name__)
+
+HASH_WINDOW = 64 * 1024
+BATCH_SIZE = 2000
+
+Progress = Callable[[int, int], None]  # (bytes read so far, entries so far)
+
+
+@dataclass
+class SyncResult:
+    """What one sync did to one file."""
+
+    path: str
+    status: str  # new, grown, unchanged, rewritten, failed
+    session: AgentSession | None = None
+    entries_added: int = 0
+    entries_removed: int = 0
+    bytes_read: int = 0
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
+def default_session_dirs() -> list[Path]:
+    """The agents' own session directories (§1.1) that exist on this machine."""
+    home = Path.home()
+    dirs = [home / ".pi" / "agent" / "sessions", home / ".omp" / "agent" / "sessions"]
+    if os.environ.get("XDG_DATA_HOME"):
+        dirs.append(Path(os.environ["XDG_DATA_HOME"]) / "omp" / "sessions")
+    return [directory for directory in dirs if directory.is_dir()]
+
+
+def find_session_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """Every ``*.jsonl`` file named, or found (recursively, sorted) under the directories named."""
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+        else:
+            yield path
+
+
+def sync_paths(paths: Iterable[str | os.PathLike[str]], progress: Progress | None = None) -> list[SyncResult]:
+    """Sync every session file under ``paths``; one bad file never stops the others."""
+    return [sync_file(path, progress=progress) for path in find_session_files(paths)]
+
+
+def import_upload(name: str, chunks: Iterable[bytes]) -> SyncResult:
+    """Store an uploaded file under ``ARBOR_UPLOAD_DIR`` and import it exactly like a file on disk."""
+    upload_dir = Path(settings.ARBOR_UPLOAD_DIR)
+    upload_dir.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    temporary = upload_dir / f".upload-{os.getpid()}-{id(chunks)}.part"
+    with open(temporary, "wb") as handle:
+        for chunk in chunks:
+            digest.update(chunk)
+            handle.write(chunk)
+    stem = Path(name).name.removesuffix(".jsonl")[:80] or "session"
+    target = upload_dir / f"{stem}-{digest.hexdigest()[:12]}.jsonl"
+    os.replace(temporary, target)
+    return sync_file(target)
+
+
+def sync_file(path: str | os.PathLike[str], *, progress: Progress | None = None) -> SyncResult:
+    """Bring the database up to date with one session file. Never writes to the file."""
+    source = str(Path(path).expanduser().resolve())
+    try:
+        stat = os.stat(source)
+        session = AgentSession.objects.filter(source_path=source).first()
+        if session is not None and _unchanged(session, stat):
+            return SyncResult(source, "unchanged", session)
+        with open(source, "rb") as handle:
+            result = _Importer(source, handle, stat, session, progress).run()
+    except (OSError, SessionFileError, _Refused) as error:
+        message = _describe(error)
+        ImportIssue.objects.update_or_create(source_path=source, defaults={"error": message})
+        return SyncResult(source, "failed", error=message)
+    except Exception as error:  # one bad file must not stop an import of many
+        log.exception("import of %s failed", source)
+        message = f"unexpected error: {type(error).__name__}: {error}"
+        ImportIssue.objects.update_or_create(source_path=source, defaults={"error": message})
+        return SyncResult(source, "failed", error=message)
+    ImportIssue.objects.filter(source_path=source).delete()
+    return result
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, OSError):
+        return f"cannot read the file: {error.strerror or error}"
+    return str(error)
+
+
+class _Refused(Exception):
+    """The file cannot be imported as it is (the reason is the message)."""
+
+
+def _unchanged(session: AgentSession, stat: os.stat_result) -> bool:
+    size = session.source_size + len(session.pending_raw.encode("utf-8", errors="surrogateescape"))
+    return stat.st_size == size and stat.st_mtime_ns == session.source_mtime_ns
+
+
+def _read_range(handle: IO[bytes], start: int, end: int) -> bytes:
+    handle.seek(start)
+    return handle.read(max(0, end - start))
+
+
+def window_hashes(handle: IO[bytes], end: int) -> tuple[str, str]:
+    head = hashlib.sha256(_read_range(handle, 0, min(end, HASH_WINDOW))).hexdigest()
+    tail = hashlib.sha256(_read_range(handle, max(0, end - HASH_WINDOW), end)).hexdigest()
+    return head, tail
+
+
+def _complete_end(handle: IO[bytes], size: int) -> int:
+    """Offset just past the last newline at or before ``size`` (0 when there is none)."""
+    position = size
+    while position > 0:
+        start = max(0, position - CHUNK_SIZE)
+        block = _read_range(handle, start, position)
+        index = block.rfind(b"\n")
+        if index >= 0:
+            return start + index + 1
+        position = start
+    return 0
+
+
+def _text(data: bytes, warnings: list[ParseWarning], line: int) -> str:
+    """Text for the database: bytes that are not UTF-8 cannot be stored as they are (replaced, warned)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        warnings.append(ParseWarning(line, "bytes that are not UTF-8 are stored as U+FFFD (export differs)"))
+        return data.decode("utf-8", errors="replace")
+
+
+def line_digest(before: str, raw: str) -> str:
+    return hashlib.blake2b(f"{before}\x00{raw}".encode(), digest_size=16).hexdigest()
+
+
+def guess_agent(path: str, header: dict[str, Any], slot: bool) -> str:
+    """pi or oh-my-pi: by directory first (§1.1), then by what only omp writes."""
+    parts = Path(path).parts
+    if ".pi" in parts:
+        return AgentSession.Agent.PI
+    if ".omp" in parts or slot or "title" in header or "titleSource" in header:
+        return AgentSession.Agent.OMP
+    if header.get("version", 1) == 1 or "provider" in header:
+        return AgentSession.Agent.PI
+    return AgentSession.Agent.OMP
+
+
+class _Importer:
+    """One sync of one file, in one transaction."""
+
+    def __init__(
+        self,
+        source: str,
+        handle: IO[bytes],
+        stat: os.stat_result,
+        session: AgentSession | None,
+        progress: Progress | None,
+    ) -> None:
+        self.source = source
+        self.handle = handle
+        self.stat = stat
+        self.session = session
+        self.progress = progress
+        self.warnings: list[ParseWarning] = []
+        self.rows: list[Entry] = []
+        self.added = 0
+        self.removed = 0
+        self.tool_calls: ToolCalls = {}
+
+    # -- deciding what to read --------------------------------------------------------------------------
+
+    def run(self) -> SyncResult:
+        end = _complete_end(self.handle, self.stat.st_size)
+        session = self.session
+        if session is not None and session.format_version >= 3 and self._prefix_intact(session, end):
+            status, offset = "grown", session.source_size
+        else:
+            status, offset = ("new" if session is None else "rewritten"), 0
+        with transaction.atomic():
+            if session is not None:
+                # Serializes with appends and other syncs of this session.
+                session = AgentSession.objects.select_for_update().get(pk=session.pk)
+                self.session = session
+            self._read(offset, end, status)
+        assert self.session is not None
+        return SyncResult(
+            self.source,
+            status,
+            self.session,
+            entries_added=self.added,
+            entries_removed=self.removed,
+            bytes_read=end - offset,
+            warnings=[w.as_dict() for w in self.warnings],
+        )
+
+    def _prefix_intact(self, session: AgentSession, end: int) -> bool:
+        if end < session.source_size or not session.source_hash:
+            return False
+        return window_hashes(self.handle, session.source_size) == (session.head_hash, session.tail_hash)
+
+    def _chunks(self, offset: int, end: int, hasher: Any) -> Iterator[bytes]:
+        self.handle.seek(offset)
+        done = 0
+        while offset + done < end:
+            chunk = self.handle.read(min(CHUNK_SIZE, end - offset - done))
+            if not chunk:
+                break
+            hasher.update(chunk)
+            done += len(chunk)
+            if self.progress is not None:
+                self.progress(len(chunk), 0)
+            yield chunk
+
+    # -- reading -----------------------------------------------------------------------------------------
+
+    def _read(self, offset: int, end: int, status: str) -> None:
+        session = self.session
+        hasher = hashlib.sha256()
+        if status == "grown":
+            assert session is not None
+            # A chain: the hash of what was imported before, then the new bytes.
+            hasher.update(session.source_hash.encode())
+        lines = iter_physical_lines(self._chunks(offset, end, hasher), self.warnings)
+        line_base = session.line_count if status == "grown" and session is not None else 0
+        objects = self._objects(lines, line_base)
+        if status == "grown":
+            assert session is not None
+            gap = session.tail_raw
+            self._preload_tool_calls(session)
+            migrator = Migrator({"version": 3})
+        else:
+            gap, header, header_raw, prefix, slot_raw = self._header(objects)
+            session = self._session_for(header, header_raw, prefix, slot_raw)
+            migrator = Migrator(header, stable_id_maker(session.session_id))
+            migrator.migrate(header)
+        self.session = session
+        # A session already in the database (re-read, or a moved file): keep what is unchanged.
+        existing = self._existing_file_rows() if status != "grown" and session.entry_count else None
+        matched = 0
+        diverged = False
+        last_line = line_base
+        for value, raw, before, line in objects:
+            last_line = line
+            before = gap + before
+            gap = ""
+            if isinstance(value, str):  # text after the last object: blank or broken lines
+                gap = before + value
+                continue
+            migrator.migrate(value)
+            digest = line_digest(before, raw)
+            if existing is not None and not diverged and matched < len(existing):
+                if existing[matched][1:] == (value.get("id", ""), digest):
+                    matched += 1
+                    self._count_existing(value)
+                    continue
+                diverged = True
+            self._add(value, raw, before, digest, line)
+        self._flush()
+        if existing is not None:
+            stale = [pk for pk, _, _ in existing[matched:]]
+            for start in range(0, len(stale), BATCH_SIZE):
+                Entry.objects.filter(pk__in=stale[start : start + BATCH_SIZE]).delete()
+            self.removed = len(stale)
+        self._finish(session, end, hasher.hexdigest(), gap, last_line, status)
+
+    def _objects(self, lines: Iterable[Any], line_base: int) -> Iterator[tuple[Any, str, str, int]]:
+        """(object, its exact text, the text before it, line number) for every object, then (text, "", "", n)
+        for whatever follows the last one (a str in place of the object)."""
+        gap: list[str] = []
+        number = line_base
+        for line in lines:
+            number = line_base + line.number
+            parsed = parse_line(line, self.warnings)
+            text = _text(line.data, self.warnings, number)
+            if not parsed:
+                gap.append(text + "\n")
+                continue
+            position = 0
+            for item in parsed:
+                start, stop = item.start - line.start, item.end - line.start
+                before = "".join(gap) + _text(line.data[position:start], self.warnings, number)
+                gap = []
+                raw = (
+                    text if (start, stop) == (0, len(line.data)) else _text(line.data[start:stop], [], number)
+                )
+                yield item.value, raw, before, number
+                position = stop
+            gap.append(_text(line.data[position:], self.warnings, number) + "\n")
+        yield "".join(gap), "", "", number
+
+    def _header(
+        self, objects: Iterator[tuple[Any, str, str, int]]
+    ) -> tuple[str, dict[str, Any], str, str, str]:
+        prefix = ""
+        slot_raw = ""
+        for value, raw, before, line in objects:
+            if isinstance(value, str):
+                break
+            if line == 1 and not slot_raw and is_title_slot(value):
+                slot_raw = raw
+                prefix += before + raw
+                continue
+            if value.get("type") != "session" or not isinstance(value.get("id"), str):
+                raise SessionFileError(
+                    f"line {line}: not a session file: the first JSON object must be a session header "
+                    '({"type":"session","id":…})'
+                )
+            return "", value, raw, prefix + before, slot_raw
+        raise SessionFileError("not a session file: no session header found (the file is empty)")
+
+    def _session_for(
+        self, header: dict[str, Any], header_raw: str, prefix: str, slot_raw: str
+    ) -> AgentSession:
+        session_id = header["id"]
+        session = self.session
+        copies = AgentSession.objects.filter(session_id=session_id).exclude(source_path=self.source)
+        moved = next((c for c in copies if c.source_path and not os.path.exists(c.source_path)), None)
+        if session is None and moved is not None:
+            # The file moved (omp renames its directories): the same session in a new place.
+            session = AgentSession.objects.select_for_update().get(pk=moved.pk)
+            session.source_path = self.source
+        elif copies.exists():
+            other = copies.first()
+            assert other is not None
+            where = other.source_path or "an upload"
+            self.warnings.append(ParseWarning(0, f"the same session id is also imported from {where}"))
+        if session is not None and session.session_id != session_id:
+            # The file now holds another session altogether: start over.
+            session.delete()
+            session = None
+        if session is None:
+            session = AgentSession(session_id=session_id, source_path=self.source)
+        slot = orjson.loads(slot_raw) if slot_raw else None
+        session.header_raw = header_raw
+        session.prefix_raw = prefix
+        session.title_slot_raw = slot_raw
+        version = header.get("version", 1)
+        session.format_version = version if isinstance(version, int) and 0 < version < 100 else 1
+        session.cwd = header["cwd"] if isinstance(header.get("cwd"), str) else ""
+        parent = header.get("parentSession")
+        session.parent_session = parent if isinstance(parent, str) else ""
+        session.created_at = header["timestamp"] if isinstance(header.get("timestamp"), str) else ""
+        session.agent = guess_agent(self.source, header, slot is not None)
+        title = header.get("title")
+        if slot is not None:
+            title = slot.get("title")
+        session.title = (title if isinstance(title, str) else "")[:500]
+        if session.pk is None:
+            session.save()
+        return session
+
+    def _existing_file_rows(self) -> list[tuple[int, str, str]]:
+        assert self.session is not None
+        rows = self.session.entries.filter(in_file=True).order_by("seq")
+        return list(rows.values_list("pk", "entry_id", "digest"))
+
+    def _preload_tool_calls(self, session: AgentSession) -> None:
+        """Tool calls of the last assistant messages: their results may be among the new lines."""
+        recent = session.entries.filter(type="message", role="assistant").order_by("-seq")[:20]
+        for raw in reversed(list(recent.values_list("raw", flat=True))):
+            try:
+                entry_facts(orjson.loads(raw), self.tool_calls)
+            except orjson.JSONDecodeError:
+                continue
+
+    # -- writing -----------------------------------------------------------------------------------------
+
+    def _count_existing(self, value: dict[str, Any]) -> None:
+        # An unchanged entry of a rewritten file: only its tool calls matter (for later tool results).
+        entry_facts(value, self.tool_calls)
+
+    def _add(self, value: dict[str, Any], raw: str, before: str, digest: str, line: int) -> None:
+        assert self.session is not None
+        facts = entry_facts(value, self.tool_calls)
+        self.rows.append(
+            Entry(
+                session=self.session,
+                seq=self.session.next_seq,
+                line=line,
+                origin=Entry.Origin.FILE,
+                in_file=True,
+                before=before,
+                digest=digest,
+                entry_id=facts.entry_id,
+                parent_id=facts.parent_id,
+                type=facts.type,
+                role=facts.role,
+                timestamp=facts.timestamp,
+                ts=facts.ts,
+                raw=raw,
+                text=facts.text,
+                search_text=facts.search_text,
+                has_text=facts.has_text,
+                stop_reason=facts.stop_reason,
+                label_target=facts.label_target,
+                label_text=facts.label_text,
+                model=facts.model,
+                input_tokens=facts.input_tokens,
+                output_tokens=facts.output_tokens,
+                cost=facts.cost,
+            )
+        )
+        self.session.next_seq += 1
+        if len(self.rows) >= BATCH_SIZE:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.rows:
+            Entry.objects.bulk_create(self.rows)
+            self.added += len(self.rows)
+            if self.progress is not None:
+                self.progress(0, len(self.rows))
+            self.rows = []
+
+    def _finish(
+        self, session: AgentSession, end: int, source_hash: str, tail: str, last_line: int, status: str
+    ) -> None:
+        pending = _read_range(self.handle, end, self.stat.st_size)
+        session.source_size = end
+        session.source_mtime_ns = self.stat.st_mtime_ns
+        session.source_hash = source_hash
+        session.head_hash, session.tail_hash = window_hashes(self.handle, end)
+        session.pending_raw = pending.decode("utf-8", errors="replace")
+        session.tail_raw = tail
+        session.line_count = last_line
+        if status == "grown":
+            session.warnings = [*session.warnings, *(w.as_dict() for w in self.warnings)]
+        else:
+            session.warnings = [w.as_dict() for w in self.warnings]
+        if self.added or self.removed or status != "grown":
+            update_totals(session, move_leaf=bool(self.added or self.removed))
+        session.save()
+
+
+def update_totals(session: AgentSession, *, move_leaf: bool = True) -> None:
+    """Recompute the counts, totals, title fallback, leaf and dates the session list shows."""
+    entries = session.entries.all()
+    totals = entries.aggregate(
+        count=Count("id"),
+        first=Min("ts"),
+        last=Max("ts"),
+        input=Sum("input_tokens"),
+        output=Sum("output_tokens"),
+        cost=Sum("cost"),
+    )
+    session.entry_count = totals["count"] or 0
+    session.first_timestamp = totals["first"]
+    session.last_timestamp = totals["last"]
+    session.input_tokens = int(totals["input"] or 0)
+    session.output_tokens = int(totals["output"] or 0)
+    session.cost = float(totals["cost"] or 0)
+    session.message_count = entries.filter(type="message").count()
+    session.tool_call_count = entries.filter(role="toolResult").count()
+    session.branch_point_count = (
+        entries.exclude(parent_id=None).values("parent_id").annotate(n=Count("id")).filter(n__gt=1).count()
+    )
+    session.models_used = sorted(set(entries.exclude(model="").values_list("model", flat=True).distinct()))
+    if move_leaf or session.leaf_id is None:
+        # Like the agent on reload: the leaf is the last entry (a leaf moved in Arbor stays until the file
+        # grows: then the agent has moved on).
+        last = entries.exclude(entry_id="").exclude(type="session").order_by("-seq").values_list("entry_id")
+        row = last.first()
+        session.leaf_id = row[0] if row else None
+    if not session.title:
+        names = entries.filter(type="session_info").order_by("-seq").values_list("raw", flat=True)
+        for raw in names[:50]:
+            name = orjson.loads(raw).get("name")
+            if isinstance(name, str) and name.strip():
+                session.title = name.strip()[:500]
+                break
+    session.next_seq = max(session.next_seq, entries.max_seq() + 1)
