@@ -29,6 +29,7 @@ from django.db.models import Count, Max, Min, Sum
 
 from treeview.models import AgentSession, Entry, ImportIssue
 from treeview.services.columns import ToolCalls, entry_facts
+from treeview.services.events import publish_session_changed
 from treeview.session.jsonl import (
     CHUNK_SIZE,
     ParseWarning,
@@ -130,6 +131,10 @@ def sync_file(path: str | os.PathLike[str], *, progress: Progress | None = None)
         ImportIssue.objects.update_or_create(source_path=source, defaults={"error": message})
         return SyncResult(source, "failed", error=message)
     ImportIssue.objects.filter(source_path=source).delete()
+    if result.session is not None and (
+        result.entries_added or result.entries_removed or result.status == "new"
+    ):
+        publish_session_changed(result.session.pk, result.session.session_id, result.status)
     return result
 
 
