@@ -125,15 +125,25 @@ class AgentSession(models.Model):
         for target, text in rows:
             if not target:
                 continue
-            labels.pop(target, None)
+            # JS Map semantics, as the agent resolves them: setting keeps a target's place, clearing drops it.
             if text:
                 labels[target] = text
+            else:
+                labels.pop(target, None)
         return labels
 
 
 class EntryQuerySet(models.QuerySet["Entry"]):
     def update(self, **kwargs: Any) -> int:
         raise AppendOnlyError("entries are append-only; append a new entry instead")
+
+    def bulk_update(self, *args: Any, **kwargs: Any) -> int:
+        raise AppendOnlyError("entries are append-only; append a new entry instead")
+
+    def bulk_create(self, objs: Any, *args: Any, **kwargs: Any) -> list[Entry]:
+        if kwargs.get("update_conflicts"):
+            raise AppendOnlyError("entries are append-only: no upsert over stored entries")
+        return super().bulk_create(objs, *args, **kwargs)
 
     def in_file_order(self) -> EntryQuerySet:
         return self.order_by("seq")
@@ -194,8 +204,10 @@ class Entry(models.Model):
         return f"{self.type} {self.entry_id}"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        if self.pk is not None and not self._state.adding:
+        if not self._state.adding or (self.pk is not None and Entry.objects.filter(pk=self.pk).exists()):
             raise AppendOnlyError(f"entry {self.entry_id} is stored; entries are append-only")
+        # An insert, never an UPDATE, whatever pk the object was built with.
+        kwargs["force_insert"] = True
         super().save(*args, **kwargs)
 
 

@@ -1,24 +1,396 @@
-from pathlib import Path
+"""The session list, uploads, downloads and the position marker: thin glue over ``treeview.services``."""
 
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.http import HttpRequest
+from django.core.files.uploadedfile import UploadedFile
+from django.core.handlers.asgi import ASGIRequest
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, F, OuterRef, Subquery
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.template.response import TemplateResponse
-from django.views.decorators.http import require_GET
+from django.urls import NoReverseMatch, reverse
+from django.utils.http import content_disposition_header
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
-from treeview.session_files import list_session_files
+from treeview.forms import UPLOAD_FIELD, CopyForm, ListPageForm, SessionUploadHandler, UploadForm
+from treeview.models import AgentSession, ImportIssue
+from treeview.services import append
+from treeview.services.export import export_branch, export_lines
+from treeview.services.sync import SyncResult, import_upload
+from treeview.session.session_manager import EntryNotFound
 
-# A placeholder page: enough rows to be useful without reading thousands of headers per request.
-SESSION_LIST_LIMIT = 500
+SESSIONS_PER_PAGE = 50
+IMPORT_ISSUES_SHOWN = 100
+WARNINGS_SHOWN = 50
+NDJSON = "application/x-ndjson"
+# Downloads go out in pieces of about this many characters (a session file can be hundreds of MB).
+DOWNLOAD_CHUNK = 256 * 1024
+# import_upload stores an upload as "<name>-<12 hex digits of its sha256>.jsonl".
+UPLOAD_DIGEST_SUFFIX = re.compile(r"-[0-9a-f]{12}(\.jsonl)$")
+
+LIST_TEMPLATE = "treeview/session_list.html"
+
+
+# -- the session list --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionLinks:
+    """Where a session's actions live; ``None`` when its id cannot be put in a URL (an empty id)."""
+
+    detail: str | None
+    download: str | None
+    download_branch: str | None
+    persist: str | None
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    session: AgentSession
+    links: SessionLinks
+    parent: AgentSession | None = None
+    parent_links: SessionLinks | None = None
+
+    @property
+    def warnings_shown(self) -> list[dict[str, Any]]:
+        return list(self.session.warnings[:WARNINGS_SHOWN])
+
+    @property
+    def warnings_hidden(self) -> int:
+        return max(0, len(self.session.warnings) - WARNINGS_SHOWN)
+
+
+@dataclass(frozen=True)
+class ProjectGroup:
+    cwd: str
+    rows: list[SessionRow]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A one-off message at the top of the list (the project does not use django.contrib.messages)."""
+
+    text: str
+    error: bool = False
+
+
+@dataclass
+class UploadOutcome:
+    """One uploaded file: new, updated, unchanged or failed (with the reason)."""
+
+    name: str
+    status: str
+    reason: str = ""
+    row: SessionRow | None = None
+    entries_added: int = 0
+    warnings: int = 0
+
+
+@dataclass
+class ListExtras:
+    notice: Notice | None = None
+    upload_results: list[UploadOutcome] = field(default_factory=list)
+
+
+def _listed_sessions() -> Any:
+    """Every session, grouped by project (cwd), the project with the latest activity first, newest first."""
+    latest_in_project = (
+        AgentSession.objects.filter(cwd=OuterRef("cwd"))
+        .order_by(F("last_timestamp").desc(nulls_last=True))
+        .values("last_timestamp")[:1]
+    )
+    return (
+        AgentSession.objects.defer("header_raw", "prefix_raw", "title_slot_raw", "tail_raw", "pending_raw")
+        .annotate(project_last=Subquery(latest_in_project))
+        .order_by(
+            F("project_last").desc(nulls_last=True),
+            "cwd",
+            F("last_timestamp").desc(nulls_last=True),
+            "-id",
+        )
+    )
+
+
+def _url(name: str, query: str, **kwargs: str) -> str | None:
+    try:
+        return reverse(name, kwargs=kwargs) + query
+    except NoReverseMatch:
+        return None
+
+
+def session_links(session: AgentSession, *, pick_copy: bool) -> SessionLinks:
+    """The URLs of a session's actions; ``pick_copy`` names this copy when its session id is shared."""
+    query = f"?copy={session.pk}" if pick_copy else ""
+    sid = session.session_id
+    return SessionLinks(
+        detail=_url("treeview:session_detail", query, session_id=sid),
+        download=_url("treeview:download_session", query, session_id=sid),
+        download_branch=(
+            _url("treeview:download_branch", query, session_id=sid, entry_id=session.leaf_id)
+            if session.leaf_id
+            else None
+        ),
+        persist=_url("treeview:persist_position", query, session_id=sid) if session.leaf_id else None,
+    )
+
+
+def _shared_ids(session_ids: Iterable[str]) -> set[str]:
+    """Which of these session ids are imported more than once (two files of one session)."""
+    shared = (
+        AgentSession.objects.filter(session_id__in=set(session_ids))
+        .values("session_id")
+        .annotate(copies=Count("id"))
+        .filter(copies__gt=1)
+        .values_list("session_id", flat=True)
+    )
+    return set(shared)
+
+
+def _rows(sessions: list[AgentSession]) -> list[SessionRow]:
+    shared = _shared_ids(session.session_id for session in sessions)
+    rows = []
+    for session in sessions:
+        # Only a few sessions are forks, so resolving their parents one by one stays cheap.
+        parent = session.parent() if session.parent_session else None
+        rows.append(
+            SessionRow(
+                session=session,
+                links=session_links(session, pick_copy=session.session_id in shared),
+                parent=parent,
+                parent_links=(
+                    session_links(parent, pick_copy=parent.session_id in _shared_ids([parent.session_id]))
+                    if parent is not None
+                    else None
+                ),
+            )
+        )
+    return rows
+
+
+def _groups(page: Page[AgentSession]) -> list[ProjectGroup]:
+    groups: list[ProjectGroup] = []
+    for row in _rows(list(page.object_list)):
+        if not groups or groups[-1].cwd != row.session.cwd:
+            groups.append(ProjectGroup(row.session.cwd, []))
+        groups[-1].rows.append(row)
+    return groups
+
+
+def _template(request: HttpRequest) -> str:
+    htmx = getattr(request, "htmx", None)
+    if htmx and not htmx.history_restore_request:
+        return LIST_TEMPLATE + "#session-list"
+    return LIST_TEMPLATE
+
+
+def _render_list(
+    request: HttpRequest, page_number: int, extras: ListExtras | None = None, *, status: int = 200
+) -> TemplateResponse:
+    page = Paginator(_listed_sessions(), SESSIONS_PER_PAGE).get_page(page_number)
+    issues = ImportIssue.objects.order_by("-seen_at", "source_path")
+    context = {
+        "page_obj": page,
+        "groups": _groups(page),
+        "issues": issues[:IMPORT_ISSUES_SHOWN],
+        "issue_count": issues.count(),
+        "write_back": settings.ARBOR_WRITE_BACK,
+        "upload_form": UploadForm(),
+        "upload_max_mb": settings.ARBOR_UPLOAD_MAX_MB,
+        "upload_max_files": settings.DATA_UPLOAD_MAX_NUMBER_FILES,
+        "extras": extras or ListExtras(),
+    }
+    return TemplateResponse(request, _template(request), context, status=status)
 
 
 @require_GET
 @vary_on_headers("HX-Request")
 def session_list(request: HttpRequest) -> TemplateResponse:
-    dirs = [Path(directory) for directory in settings.ARBOR_SESSION_DIRS]
-    listing = list_session_files(dirs, limit=SESSION_LIST_LIMIT)
-    template_name = "treeview/session_list.html"
-    htmx = getattr(request, "htmx", None)
-    if htmx and not htmx.history_restore_request:
-        template_name += "#session-list"
-    return TemplateResponse(request, template_name, {"listing": listing, "dirs": dirs})
+    return _render_list(request, ListPageForm(request.GET).page_number())
+
+
+def _session_or_404(request: HttpRequest, session_id: str) -> AgentSession:
+    """The session with this header id: the copy ``?copy=<pk>`` names, else the one synced last."""
+    form = CopyForm(request.GET)
+    if not form.is_valid():
+        raise Http404("malformed copy")
+    copy = form.cleaned_data["copy"]
+    if copy is not None:
+        session = AgentSession.objects.filter(session_id=session_id, pk=copy).first()
+    else:
+        session = AgentSession.objects.by_session_id(session_id)
+    if session is None:
+        raise Http404("no imported session has this id")
+    return session
+
+
+@require_GET
+def session_detail(request: HttpRequest, session_id: str) -> HttpResponseRedirect:
+    """Until the session page exists: the page of the list that shows this session."""
+    session = _session_or_404(request, session_id)
+    position = list(_listed_sessions().values_list("pk", flat=True)).index(session.pk)
+    page = position // SESSIONS_PER_PAGE + 1
+    return HttpResponseRedirect(f"{reverse('treeview:session_list')}?page={page}#session-{session.pk}")
+
+
+# -- upload ------------------------------------------------------------------------------------------------
+
+
+def _outcome(name: str, result: SyncResult) -> UploadOutcome:
+    if result.status == "failed" or result.session is None:
+        return UploadOutcome(name, "failed", result.error or "the file could not be imported")
+    session = result.session
+    if result.status == "new":
+        status = "new"
+    elif result.entries_added or result.entries_removed:
+        status = "updated"
+    else:
+        # The same bytes again (import_upload stores identical content under the same name).
+        status = "unchanged"
+    row = SessionRow(session, session_links(session, pick_copy=bool(_shared_ids([session.session_id]))))
+    return UploadOutcome(
+        name, status, row=row, entries_added=result.entries_added, warnings=len(result.warnings)
+    )
+
+
+def _import_uploads(handler: SessionUploadHandler, files: list[UploadedFile]) -> list[UploadOutcome]:
+    stored = iter(files)
+    outcomes = []
+    for part in handler.parts:
+        upload = None if part.skipped else next(stored, None)
+        if part.refusal is not None:
+            outcomes.append(UploadOutcome(part.name, "failed", part.refusal))
+        elif upload is None:
+            outcomes.append(UploadOutcome(part.name, "failed", "the file did not arrive whole"))
+        elif upload.size is not None and upload.size > handler.max_bytes:
+            outcomes.append(
+                UploadOutcome(part.name, "failed", f"too big: over the {handler.max_mb} MB limit")
+            )
+        else:
+            try:
+                result = import_upload(part.name, upload.chunks())
+            except OSError as error:
+                outcomes.append(UploadOutcome(part.name, "failed", f"could not store the upload: {error}"))
+            else:
+                outcomes.append(_outcome(part.name, result))
+    return outcomes
+
+
+# The CSRF check reads the body, so it runs in _checked_upload, after the size-limiting handler is in place
+# (Django's documented pattern for changing upload handlers in a view).
+@csrf_exempt
+@require_POST
+@vary_on_headers("HX-Request")
+def upload(request: HttpRequest) -> TemplateResponse:
+    handler = SessionUploadHandler(request, settings.ARBOR_UPLOAD_MAX_MB)
+    request.upload_handlers.insert(0, handler)
+    return _checked_upload(request, handler)
+
+
+@csrf_protect
+def _checked_upload(request: HttpRequest, handler: SessionUploadHandler) -> TemplateResponse:
+    files = request.FILES.getlist(UPLOAD_FIELD)
+    if not handler.parts:
+        extras = ListExtras(notice=Notice("Choose one or more .jsonl session files to upload.", error=True))
+        return _render_list(request, 1, extras, status=400)
+    return _render_list(request, 1, ListExtras(upload_results=_import_uploads(handler, files)))
+
+
+# -- downloads ---------------------------------------------------------------------------------------------
+
+
+def download_name(session: AgentSession) -> str:
+    """The source file's name (without the digest an upload was stored under), or ``<session id>.jsonl``."""
+    if session.source_path:
+        path = Path(session.source_path)
+        name = path.name
+        if path.parent == Path(settings.ARBOR_UPLOAD_DIR).resolve():
+            name = UPLOAD_DIGEST_SUFFIX.sub(r"\1", name)
+        if name.endswith(".jsonl") and len(name) > len(".jsonl"):
+            return name
+    return f"{session.session_id or 'session'}.jsonl"
+
+
+def _encoded(pieces: Iterator[str]) -> Iterator[bytes]:
+    """UTF-8 chunks of about DOWNLOAD_CHUNK characters (one per database batch, not one per line)."""
+    buffer: list[str] = []
+    size = 0
+    for piece in pieces:
+        buffer.append(piece)
+        size += len(piece)
+        if size >= DOWNLOAD_CHUNK:
+            yield "".join(buffer).encode("utf-8", errors="surrogatepass")
+            buffer, size = [], 0
+    if buffer:
+        yield "".join(buffer).encode("utf-8", errors="surrogatepass")
+
+
+async def _async_chunks(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    # Under ASGI, Django would read a synchronous iterator whole into memory before sending it; this one
+    # fetches the next chunk (a database query now and then) in the thread the sync ORM uses.
+    take = sync_to_async(next, thread_sensitive=True)
+    while True:
+        chunk = await take(chunks, None)
+        if chunk is None:
+            return
+        yield chunk
+
+
+@require_safe
+def download_session(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
+    """The session file as imported (byte for byte), followed by the entries Arbor appended."""
+    session = _session_or_404(request, session_id)
+    chunks = _encoded(export_lines(session))
+    content = _async_chunks(chunks) if isinstance(request, ASGIRequest) else chunks
+    response = StreamingHttpResponse(content, content_type=NDJSON)
+    response["Content-Disposition"] = content_disposition_header(True, download_name(session))
+    return response
+
+
+@require_safe
+def download_branch(request: HttpRequest, session_id: str, entry_id: str) -> HttpResponse:
+    """A new session file holding the path root → ``entry_id``, as ``/branch`` writes it."""
+    session = _session_or_404(request, session_id)
+    try:
+        name, text = export_branch(session, entry_id)
+    except EntryNotFound:
+        raise Http404("no entry with this id in the session") from None
+    response = HttpResponse(text.encode("utf-8", errors="surrogatepass"), content_type=NDJSON)
+    response["Content-Disposition"] = content_disposition_header(True, name)
+    return response
+
+
+# -- the position marker -----------------------------------------------------------------------------------
+
+
+@require_POST
+@vary_on_headers("HX-Request")
+def persist_position(request: HttpRequest, session_id: str) -> TemplateResponse:
+    """Append the marker that makes the agent resume at Arbor's leaf (the agent takes the last line)."""
+    session = _session_or_404(request, session_id)
+    page = ListPageForm(request.POST).page_number()
+    title = session.display_title
+    if session.leaf_id is None:
+        notice = Notice(f"“{title}” has no entries yet: there is no position to persist.", error=True)
+        return _render_list(request, page, ListExtras(notice=notice), status=409)
+    leaf = session.leaf_id
+    try:
+        marker = append.persist_position(session)
+    except append.WriteBackRefused as error:
+        notice = Notice(f"Position not persisted for “{title}”: {error}", error=True)
+        return _render_list(request, page, ListExtras(notice=notice), status=409)
+    if marker.in_file:
+        where = "appended to the agent's file: it resumes there"
+    else:
+        where = "in Arbor's copy and the downloaded file (write-back is off: the agent's file is unchanged)"
+    notice = Notice(f"Position persisted for “{title}”: marker {marker.entry_id} at entry {leaf}, {where}.")
+    return _render_list(request, page, ListExtras(notice=notice))

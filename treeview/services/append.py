@@ -61,6 +61,12 @@ def append_entry(session: AgentSession, make: EntryMaker, reason: str = "append"
         locked = AgentSession.objects.select_for_update().get(pk=session.pk)
         entry = make(locked.leaf_id, _SessionIds(locked))
         raw = dumps(entry)
+        if settings.ARBOR_WRITE_BACK and _only_in_arbor(locked, entry.get("parentId")):
+            raise WriteBackRefused(
+                f"the entry would hang under {entry.get('parentId')}, which Arbor added while write-back "
+                "was off and is not in the agent's file; the agent could not follow it. Move the leaf to "
+                "an entry of the file first."
+            )
         before = locked.tail_raw or "\n"
         written = _write_back(locked, raw)
         facts = entry_facts(entry, {})
@@ -98,6 +104,12 @@ def append_entry(session: AgentSession, make: EntryMaker, reason: str = "append"
     return row
 
 
+def _only_in_arbor(session: AgentSession, entry_id: Any) -> bool:
+    return isinstance(entry_id, str) and (
+        Entry.objects.filter(session=session, entry_id=entry_id, in_file=False).exists()
+    )
+
+
 def _write_back(session: AgentSession, raw: str) -> bool:
     """Append ``raw`` to the source file if write-back is on. Raises :class:`WriteBackRefused`."""
     if not settings.ARBOR_WRITE_BACK or not session.source_path:
@@ -122,7 +134,9 @@ def _write_back(session: AgentSession, raw: str) -> bool:
                     f"{path} changed since Arbor last read it ({session.source_size} bytes then, "
                     f"{size} now); sync it first, then try again"
                 )
-            if window_hashes(handle, size)[1] != session.tail_hash:
+            unchanged = os.fstat(handle.fileno()).st_mtime_ns == session.source_mtime_ns
+            if not unchanged or window_hashes(handle, size) != (session.head_hash, session.tail_hash):
+                # omp rewrites its title slot in place (same size): the mtime and the first bytes tell.
                 raise WriteBackRefused(f"{path} was rewritten since Arbor last read it; sync it first")
             handle.seek(size)
             handle.write(data)

@@ -1,0 +1,105 @@
+"""Input of the session list's forms: the page number, the copy of a session, and uploaded session files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.core.files.uploadhandler import FileUploadHandler, SkipFile
+from django.http import HttpRequest
+
+UPLOAD_FIELD = "files"
+
+
+class ListPageForm(forms.Form):
+    """Which page of the session list to show (GET for the list, POST for actions that re-render it)."""
+
+    page = forms.IntegerField(min_value=1, required=False)
+
+    def page_number(self) -> int:
+        """The page asked for; 1 when none or a malformed one was given (the paginator clamps the rest)."""
+        if self.is_valid() and self.cleaned_data["page"]:
+            return int(self.cleaned_data["page"])
+        return 1
+
+
+class CopyForm(forms.Form):
+    """``?copy=<pk>``: which copy of a session id (one session can be imported from two files)."""
+
+    copy = forms.IntegerField(min_value=1, required=False)
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class UploadForm(forms.Form):
+    """Renders the file input. Each file is checked on its own (see :class:`SessionUploadHandler`), so one bad
+    file does not invalidate the others the way a form error would."""
+
+    files = forms.FileField(
+        label="Session files",
+        widget=MultipleFileInput(attrs={"accept": ".jsonl"}),
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Without JavaScript the browser refuses an empty submission itself.
+        self.fields[UPLOAD_FIELD].widget.attrs["required"] = True
+
+
+@dataclass
+class UploadPart:
+    """One file of the multipart body, in arrival order. ``refusal`` says why it is not imported; ``skipped``:
+    it was dropped while streaming, so it is not in ``request.FILES``."""
+
+    name: str
+    refusal: str | None = None
+    skipped: bool = False
+
+
+class SessionUploadHandler(FileUploadHandler):
+    """First upload handler: drops a file that is not ``.jsonl`` or is over the size limit while the body is
+    still streaming in, so that the handlers after it (memory, temporary file) never store it whole.
+
+    :attr:`parts` lists every file of the upload field in order, each with the reason it was refused, if it
+    was. Dropped files are missing from ``request.FILES``.
+    """
+
+    def __init__(self, request: HttpRequest, max_mb: int) -> None:
+        super().__init__(request)
+        self.max_mb = max_mb
+        self.max_bytes = max_mb * 1024 * 1024
+        self.parts: list[UploadPart] = []
+        self._current: UploadPart | None = None
+        self._received = 0
+
+    def new_file(self, field_name: str, file_name: str, *args: Any, **kwargs: Any) -> None:
+        super().new_file(field_name, file_name, *args, **kwargs)
+        self._received = 0
+        self._current = None
+        if field_name != UPLOAD_FIELD:
+            return
+        self._current = UploadPart(file_name)
+        self.parts.append(self._current)
+        if not file_name.lower().endswith(".jsonl"):
+            # Dropped at its first chunk, not here: SkipFile raised in new_file would make Django close the
+            # file the next handler still holds from the previous upload, losing that file.
+            self._current.refusal = "not a .jsonl file"
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes | None:
+        part = self._current
+        if part is None:
+            return raw_data
+        self._received += len(raw_data)
+        if part.refusal is None and self._received > self.max_bytes:
+            part.refusal = f"too big: over the {self.max_mb} MB limit per file"
+        if part.refusal is not None:
+            part.skipped = True
+            raise SkipFile
+        return raw_data
+
+    def file_complete(self, file_size: int) -> None:
+        # The next handler (in memory or temporary file) builds the UploadedFile.
+        return None
