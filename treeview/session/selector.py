@@ -31,7 +31,15 @@ from typing import Any, Final, Literal, cast, get_args
 
 from treeview.session import js
 from treeview.session.selector_text import display_text, has_text_content, searchable_text
-from treeview.session.selector_tree import FlatNode, FlatTree, Gutter, TreeNodeLike, flatten_tree
+from treeview.session.selector_tree import (
+    FlatNode,
+    FlatTree,
+    Gutter,
+    RowFacts,
+    TreeNodeLike,
+    facts_of,
+    flatten_tree,
+)
 
 __all__ = [
     "ASCII_SYMBOLS",
@@ -42,6 +50,7 @@ __all__ = [
     "FlatTree",
     "Gutter",
     "Row",
+    "RowFacts",
     "TreeNodeLike",
     "TreeSelector",
     "TreeSymbols",
@@ -169,7 +178,9 @@ def _passes(flat: FlatNode, leaf_id: str | None, mode: FilterMode) -> bool:
         assert isinstance(message, dict)
         stop = message.get("stopReason")
         error_or_aborted = js.truthy(stop) and stop not in ("stop", "toolUse")
-        if not error_or_aborted and not has_text_content(message.get("content")):
+        facts = facts_of(flat.node)
+        has_text = facts.has_text if facts is not None else has_text_content(message.get("content"))
+        if not error_or_aborted and not has_text:
             return False
     if mode == "user-only":
         return role == "user"
@@ -195,11 +206,19 @@ def filter_nodes(flat: FlatTree, mode: FilterMode = "default", query: str = "") 
         if not _passes(node, flat.leaf_id, mode):
             continue
         if tokens:
-            haystack = searchable_text(node.node).lower()
+            haystack = _haystack(node)
             if not all(token in haystack for token in tokens):
                 continue
         visible.append(node)
     return visible
+
+
+def _haystack(flat: FlatNode) -> str:
+    facts = facts_of(flat.node)
+    if facts is None:
+        return searchable_text(flat.node).lower()
+    label = flat.node.label
+    return f"{label.lower()} {facts.search_text}" if label else facts.search_text
 
 
 def make_row(flat: FlatNode, tree: FlatTree, home: str | None = None) -> Row:
@@ -216,7 +235,9 @@ def make_row(flat: FlatNode, tree: FlatTree, home: str | None = None) -> Row:
         id=entry_id,
         type=entry.get("type"),
         role=role if isinstance(role, str) else None,
-        content=display_text(entry, tree.tool_calls, home),
+        content=facts.text
+        if (facts := facts_of(flat.node)) is not None
+        else display_text(entry, tree.tool_calls, home),
         label=label if label else None,
         indent=flat.indent,
         display_indent=flat.display_indent,

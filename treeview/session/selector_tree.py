@@ -34,6 +34,28 @@ class TreeNodeLike(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class RowFacts:
+    """What the selector would compute from a full entry, computed beforehand (e.g. stored in a database).
+
+    A node may carry these as a ``facts`` attribute; its ``entry`` then needs only ``type``, ``id``,
+    ``parentId``, ``timestamp`` and, for messages, ``message.role`` and ``message.stopReason``.
+    """
+
+    #: The row text without label (:func:`~treeview.session.selector_text.display_text`).
+    text: str
+    #: The lowercased searchable text without label (:func:`~treeview.session.selector_text.searchable_text`).
+    search_text: str
+    #: For an assistant message: it has non-blank text.
+    has_text: bool
+
+
+def facts_of(node: TreeNodeLike) -> RowFacts | None:
+    """The precomputed facts of a node, if it carries them."""
+    facts = getattr(node, "facts", None)
+    return facts if isinstance(facts, RowFacts) else None
+
+
+@dataclass(frozen=True, slots=True)
 class Gutter:
     """A vertical guide under an ancestor's connector: ``position`` is its level, ``show`` draws ``│``."""
 

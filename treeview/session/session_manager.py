@@ -20,7 +20,7 @@ from typing import Any
 
 from .context import SessionContext, context_for_path
 from .entries import base_entry, branch_summary_entry, defined, label_entry
-from .ids import generate_id, iso_now, new_session_id, parse_timestamp_ms
+from .ids import generate_id, iso_now, new_session_id
 from .jsonl import (
     UNDEFINED,
     ParsedFile,
@@ -32,6 +32,7 @@ from .jsonl import (
     parse_session_file,
 )
 from .migrations import CURRENT_SESSION_VERSION, IdMaker, migrate_to_current_version
+from .tree import build_forest
 
 __all__ = [
     "EntryNotFound",
@@ -339,58 +340,15 @@ class SessionManager:
             return self._build_tree()
 
     def _build_tree(self) -> list[TreeNode]:
-        nodes: dict[str, TreeNode] = {}
-        for entry_id, entry in self.by_id.items():
-            nodes[entry_id] = TreeNode(entry, [], self.labels.get(entry_id))
-        roots: list[TreeNode] = []
-        for entry_id, node in nodes.items():
-            parent_id = node.entry.get("parentId")
-            parent = nodes.get(parent_id) if isinstance(parent_id, str) and parent_id != entry_id else None
-            if parent is None:
-                roots.append(node)
-            else:
-                parent.children.append(node)
-        reached = self._sort_and_count(roots)
-        if reached < len(nodes):
-            roots.extend(self._cycle_roots(nodes, roots))
-        return roots
-
-    @staticmethod
-    def _sort_and_count(roots: list[TreeNode]) -> int:
-        count = 0
-        stack = list(roots)
-        while stack:
-            node = stack.pop()
-            count += 1
-            children = node.children
-            if len(children) > 1:
-                _sort_children(children)
-            stack.extend(children)
-        return count
-
-    def _cycle_roots(self, nodes: dict[str, TreeNode], roots: list[TreeNode]) -> list[TreeNode]:
-        reachable: set[int] = set()
-        stack = list(roots)
-        while stack:
-            node = stack.pop()
-            reachable.add(id(node))
-            stack.extend(node.children)
-        extra: list[TreeNode] = []
-        for entry_id, node in nodes.items():
-            if id(node) in reachable:
-                continue
-            # Detach from its parent inside the cycle and make it a root; everything below it is reached now.
-            parent = nodes[node.entry["parentId"]]
-            parent.children = [child for child in parent.children if child is not node]
+        nodes = {
+            entry_id: TreeNode(entry, [], self.labels.get(entry_id)) for entry_id, entry in self.by_id.items()
+        }
+        roots, cycle_ids = build_forest(nodes)
+        for entry_id in cycle_ids:
             message = f"parent links of {entry_id!r} form a cycle; shown as a root"
-            self.warnings.append(ParseWarning(0, message))
-            extra.append(node)
-            stack = [node]
-            while stack:
-                current = stack.pop()
-                reachable.add(id(current))
-                stack.extend(current.children)
-        return extra
+            if not any(w.message == message for w in self.warnings):
+                self.warnings.append(ParseWarning(0, message))
+        return roots
 
     def build_session_context(self, leaf_id: str | None | Any = UNDEFINED) -> SessionContext:
         """The context at ``leaf_id`` (default: the current leaf)."""
@@ -798,16 +756,3 @@ def _gc_paused() -> Iterator[None]:
 def _is_assistant(entry: Entry) -> bool:
     message = entry.get("message")
     return entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "assistant"
-
-
-def _sort_children(children: list[TreeNode]) -> None:
-    """Oldest first by ``Date.parse(timestamp)``, stable; an invalid timestamp keeps its file-order place."""
-    keys: list[float] = []
-    last = float("-inf")
-    for child in children:
-        value = parse_timestamp_ms(child.entry.get("timestamp"))
-        if value is not None:
-            last = value
-        keys.append(last)
-    order = sorted(range(len(children)), key=keys.__getitem__)
-    children[:] = [children[i] for i in order]
