@@ -99,7 +99,8 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # Plain daphne serves no static files; without a front server, asgi.py serves them through Django.
 ARBOR_SERVE_STATIC = env.get_bool("ARBOR_SERVE_STATIC", True)
 
-# Where the session list looks for *.jsonl files (searched recursively).
+# Where import_sessions and watch_sessions look for *.jsonl files by default (searched recursively);
+# ARBOR_SAMPLE=1 (./arbor run --sample) points them at the sample sessions in tests/data.
 ARBOR_SAMPLE = env.get_bool("ARBOR_SAMPLE", False)
 if ARBOR_SAMPLE:
     _default_session_dirs = [BASE_DIR / "tests" / "data"]
