@@ -173,14 +173,13 @@ def test_forked_session_links_to_its_parent(client, tmp_path):
     assert f'<a href="/s/{parent.session_id}/">{parent.display_title}</a>' in html
 
 
-def test_session_link_redirects_to_the_list_page_showing_it(client):
+def test_session_link_opens_the_session_page(client):
     make_sessions(75)
-    oldest = AgentSession.objects.get(session_id="home-dev-many-0000")
 
     response = client.get("/s/home-dev-many-0000/")
 
-    assert response.status_code == 302
-    assert response["Location"] == f"/?page=2#session-{oldest.pk}"
+    assert response.status_code == 200
+    assert 'id="tree"' in response.content.decode()
 
 
 def test_unknown_session_link_is_404(client):

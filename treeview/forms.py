@@ -1,4 +1,5 @@
-"""Input of the session list's forms: the page number, the copy of a session, and uploaded session files."""
+"""Input of the forms: the list's page number, the copy of a session, uploaded session files, the session
+page's query (filter, search, deep links) and its label form."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 from django import forms
 from django.core.files.uploadhandler import FileUploadHandler, SkipFile
 from django.http import HttpRequest
+
+from treeview.session.selector import FILTER_MODES
 
 UPLOAD_FIELD = "files"
 
@@ -103,3 +106,30 @@ class SessionUploadHandler(FileUploadHandler):
     def file_complete(self, file_size: int) -> None:
         # The next handler (in memory or temporary file) builds the UploadedFile.
         return None
+
+
+FILTER_CHOICES = [(mode, mode) for mode in FILTER_MODES]
+
+
+class SessionViewForm(forms.Form):
+    """The session page's query: filter mode, search, deep-link ids (pi's export names), window positions."""
+
+    filter = forms.ChoiceField(choices=FILTER_CHOICES, required=False)
+    q = forms.CharField(required=False, max_length=500, strip=False)
+    leafId = forms.CharField(required=False, max_length=64)  # noqa: N815 (pi's HTML export's parameter name)
+    targetId = forms.CharField(required=False, max_length=64)  # noqa: N815
+    start = forms.IntegerField(required=False, min_value=0)
+    end = forms.IntegerField(required=False, min_value=0)
+
+    def clean_filter(self) -> str:
+        return str(self.cleaned_data.get("filter") or "default")
+
+
+class LabelForm(forms.Form):
+    """Set (or, when empty, clear) the label of one entry; the view fields say where to return."""
+
+    target_id = forms.CharField(max_length=64)
+    label = forms.CharField(required=False, max_length=500)
+    filter = forms.ChoiceField(choices=FILTER_CHOICES, required=False)
+    q = forms.CharField(required=False, max_length=500, strip=False)
+    leafId = forms.CharField(required=False, max_length=64)  # noqa: N815

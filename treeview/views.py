@@ -1,4 +1,5 @@
-"""The session list, uploads, downloads and the position marker: thin glue over ``treeview.services``."""
+"""The session list, the session page, labels, uploads, downloads and the position marker: thin glue over
+``treeview.services`` and ``treeview.explorer``."""
 
 from __future__ import annotations
 
@@ -6,15 +7,18 @@ import re
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+from urllib.parse import urlencode
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.exceptions import BadRequest
 from django.core.files.uploadedfile import UploadedFile
 from django.core.handlers.asgi import ASGIRequest
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, OuterRef, Subquery
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils.http import content_disposition_header
@@ -22,11 +26,21 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
-from treeview.forms import UPLOAD_FIELD, CopyForm, ListPageForm, SessionUploadHandler, UploadForm
+from treeview import explorer
+from treeview.forms import (
+    UPLOAD_FIELD,
+    CopyForm,
+    LabelForm,
+    ListPageForm,
+    SessionUploadHandler,
+    SessionViewForm,
+    UploadForm,
+)
 from treeview.models import AgentSession, ImportIssue
 from treeview.services import append
 from treeview.services.export import export_branch, export_lines
 from treeview.services.sync import SyncResult, import_upload
+from treeview.session.selector import FILTER_MODES, FilterMode, Row
 from treeview.session.session_manager import EntryNotFound
 
 SESSIONS_PER_PAGE = 50
@@ -233,13 +247,218 @@ def _session_or_404(request: HttpRequest, session_id: str) -> AgentSession:
     return session
 
 
-@require_GET
-def session_detail(request: HttpRequest, session_id: str) -> HttpResponseRedirect:
-    """Until the session page exists: the page of the list that shows this session."""
+# -- the session page --------------------------------------------------------------------------------------
+
+DETAIL_TEMPLATE = "treeview/session_detail.html"
+
+
+@dataclass(frozen=True)
+class PageState:
+    """What the session page shows: the parsed query, resolved against the session's tree."""
+
+    session: AgentSession
+    mode: FilterMode
+    query: str
+    leaf_id: str | None  # the leaf the tree is drawn for
+    leaf_param: str  # ``leafId`` as given ("" for the stored leaf)
+    target_id: str | None
+    start: int | None
+    end: int | None
+    copy: int | None
+
+    def url(self, **changes: Any) -> str:
+        """This page's address with some parameters changed (``None`` drops one); defaults are left out."""
+        params: dict[str, Any] = {
+            "copy": self.copy,
+            "filter": None if self.mode == "default" else self.mode,
+            "q": self.query or None,
+            "leafId": self.leaf_param or None,
+            "targetId": self.target_id,
+        }
+        params.update(changes)
+        query = urlencode({key: value for key, value in params.items() if value is not None and value != ""})
+        base = reverse("treeview:session_detail", kwargs={"session_id": self.session.session_id})
+        return f"{base}?{query}" if query else base
+
+
+def _copy_param(request: HttpRequest) -> int | None:
+    form = CopyForm(request.GET)
+    return form.cleaned_data["copy"] if form.is_valid() else None
+
+
+def _page_state(request: HttpRequest, session: AgentSession) -> tuple[PageState, explorer.ExplorerTree]:
+    """The page's query, checked against the session: unknown ``leafId``/``targetId`` are a 404."""
+    form = SessionViewForm(request.GET)
+    if not form.is_valid():
+        if "leafId" in form.errors or "targetId" in form.errors:
+            raise Http404("no entry with this id in the session")
+        raise BadRequest("malformed query")
+    data = form.cleaned_data
+    stored = explorer.explorer_tree(session, session.leaf_id)
+    leaf_param = data["leafId"] or ""
+    if leaf_param and leaf_param not in stored.flat.by_id:
+        raise Http404("no entry with this id in the session")
+    target = data["targetId"] or None
+    if target is not None and target not in stored.flat.by_id:
+        raise Http404("no entry with this id in the session")
+    leaf_id = leaf_param or session.leaf_id
+    tree = stored if leaf_id == session.leaf_id else explorer.explorer_tree(session, leaf_id)
+    state = PageState(
+        session=session,
+        mode=cast(FilterMode, data["filter"]),
+        query=data["q"],
+        leaf_id=leaf_id,
+        leaf_param=leaf_param,
+        target_id=target,
+        start=data["start"],
+        end=data["end"],
+        copy=_copy_param(request),
+    )
+    return state, tree
+
+
+@dataclass(frozen=True)
+class RowItem:
+    row: Row
+    url: str
+    prefix: str
+
+
+@dataclass(frozen=True)
+class EntryItem:
+    entry: explorer.ConversationEntry
+    permalink: str
+    previous_url: str | None
+    next_url: str | None
+
+
+def _detail_context(request: HttpRequest, state: PageState, tree: explorer.ExplorerTree) -> dict[str, Any]:
+    window = explorer.tree_window(tree, state.mode, state.query, state.target_id, state.start)
+    selected = window.selected_id if state.target_id is None else state.target_id
+    session = state.session
+    pick_copy = state.copy is not None
+    parent = session.parent()
+    node = tree.flat.by_id.get(selected)
+    return {
+        "session": session,
+        "state": state,
+        "window": window,
+        "rows": [RowItem(row, state.url(targetId=row.id), row.prefix()) for row in window.rows],
+        "earlier_url": state.url(start=window.earlier_start) if window.earlier else None,
+        "later_url": state.url(start=window.end) if window.later else None,
+        "page_url": state.url(),
+        # The entry asked for (the conversation and the label form), and the row the tree selects for it.
+        "selected_id": selected,
+        "tree_selected_id": window.selected_id,
+        "filter_modes": FILTER_MODES,
+        "links": session_links(session, pick_copy=pick_copy),
+        "branch_download": (
+            _url(
+                "treeview:download_branch",
+                f"?copy={session.pk}" if pick_copy else "",
+                session_id=session.session_id,
+                entry_id=selected,
+            )
+            if selected
+            else None
+        ),
+        "parent": parent,
+        "parent_links": session_links(parent, pick_copy=False) if parent is not None else None,
+        "label_value": (node.node.label or "") if node is not None else "",
+        "oob": False,
+    }
+
+
+def _conversation_context(context: dict[str, Any], tree: explorer.ExplorerTree) -> dict[str, Any]:
+    state: PageState = context["state"]
+    page = explorer.conversation_page(state.session, tree, context["selected_id"], state.end)
+    items = []
+    for entry in page.entries:
+        siblings = entry.siblings
+        items.append(
+            EntryItem(
+                entry,
+                state.url(targetId=entry.entry_id),
+                state.url(targetId=siblings.previous_id) if siblings and siblings.previous_id else None,
+                state.url(targetId=siblings.next_id) if siblings and siblings.next_id else None,
+            )
+        )
+    return {
+        **context,
+        "conversation": page,
+        "entries": items,
+        "conversation_earlier_url": state.url(end=page.earlier_end) if page.earlier else None,
+        "conversation_later_url": state.url(end=page.later_end) if page.later else None,
+    }
+
+
+def _htmx_target(request: HttpRequest) -> str | None:
+    htmx = getattr(request, "htmx", None)
+    if not htmx or htmx.history_restore_request:
+        return None
+    return str(htmx.target or "")
+
+
+def _render_detail(request: HttpRequest, state: PageState, tree: explorer.ExplorerTree) -> HttpResponse:
+    context = _detail_context(request, state, tree)
+    target = _htmx_target(request)
+    if target is None:
+        return TemplateResponse(request, DETAIL_TEMPLATE, _conversation_context(context, tree))
+    if target == "conversation":
+        pane = _conversation_context(context, tree)
+        return TemplateResponse(request, DETAIL_TEMPLATE + "#conversation", pane)
+    if target == "tree" and state.start is not None:
+        # Scrolling the tree window: the conversation stays as it is.
+        return TemplateResponse(request, DETAIL_TEMPLATE + "#tree", context)
+    # A new selection, filter or search: the tree, and the conversation swapped out of band.
+    tree_html = render_to_string(DETAIL_TEMPLATE + "#tree", context, request)
+    pane_context = {**_conversation_context(context, tree), "oob": True}
+    pane_html = render_to_string(DETAIL_TEMPLATE + "#conversation", pane_context, request)
+    return HttpResponse(tree_html + pane_html)
+
+
+@require_safe
+@vary_on_headers("HX-Request")
+def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
+    """The tree of a session and the conversation of the selected entry (deep links as pi's HTML export)."""
     session = _session_or_404(request, session_id)
-    position = list(_listed_sessions().values_list("pk", flat=True)).index(session.pk)
-    page = position // SESSIONS_PER_PAGE + 1
-    return HttpResponseRedirect(f"{reverse('treeview:session_list')}?page={page}#session-{session.pk}")
+    state, tree = _page_state(request, session)
+    return _render_detail(request, state, tree)
+
+
+@require_POST
+@vary_on_headers("HX-Request")
+def set_label(request: HttpRequest, session_id: str) -> HttpResponse:
+    """Label the entry (an empty label clears it), then show the tree again (no JS: redirect back)."""
+    session = _session_or_404(request, session_id)
+    form = LabelForm(request.POST)
+    if not form.is_valid():
+        raise BadRequest("malformed label form")
+    data = form.cleaned_data
+    try:
+        append.set_label(session, data["target_id"], data["label"])
+    except append.UnknownEntry:
+        raise Http404("no entry with this id in the session") from None
+    except append.WriteBackRefused as error:
+        return HttpResponse(f"Label not saved: {error}", status=409, content_type="text/plain")
+    session.refresh_from_db()
+    state = PageState(
+        session=session,
+        mode=cast(FilterMode, data["filter"] or "default"),
+        query=data["q"],
+        leaf_id=data["leafId"] or session.leaf_id,
+        leaf_param=data["leafId"] or "",
+        target_id=data["target_id"],
+        start=None,
+        end=None,
+        copy=_copy_param(request),
+    )
+    if _htmx_target(request) is None:
+        return HttpResponseRedirect(state.url())
+    tree = explorer.explorer_tree(session, state.leaf_id)
+    if state.leaf_id is not None and state.leaf_id not in tree.flat.by_id:
+        raise Http404("no entry with this id in the session")
+    return TemplateResponse(request, DETAIL_TEMPLATE + "#tree", _detail_context(request, state, tree))
 
 
 # -- upload ------------------------------------------------------------------------------------------------
