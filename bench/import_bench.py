@@ -369,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 if args.profile or args.trace:
                     one_round(backend, source, appended, size, args.profile, args.trace)
+                if not rounds:
+                    continue
                 row: dict[str, Any] = {
                     "backend": {"sqlite": "SQLite", "postgres": "PostgreSQL"}[backend],
                     "entries": size,

@@ -18,17 +18,19 @@ import hashlib
 import logging
 import os
 import queue
+import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 from django.conf import settings
 from django.db import connections, router, transaction
-from django.db.models import Count, Max, Min, Sum
+from django.db.models import Count, Max, Min, Q, Sum
 
 from treeview.models import AgentSession, Entry, ImportIssue
 from treeview.services.columns import ToolCalls, entry_facts
@@ -193,13 +195,13 @@ def line_digest(before: str, raw: str) -> str:
     return hashlib.blake2b(f"{before}\x00{raw}".encode(), digest_size=16).hexdigest()
 
 
-def _digest(before: str, raw: str, data: bytes | None) -> str:
-    """``line_digest(before, raw)``, from the line's bytes when they are ``raw`` encoded (no second copy)."""
-    if data is None:
+def _digest(before: str, raw: str | bytes) -> str:
+    """``line_digest(before, raw)``; ``raw`` may be the text's UTF-8 bytes (hashed as they are)."""
+    if isinstance(raw, str):
         return line_digest(before, raw)
     hasher = hashlib.blake2b(before.encode(), digest_size=16)
     hasher.update(b"\x00")
-    hasher.update(data)
+    hasher.update(raw)
     return hasher.hexdigest()
 
 
@@ -315,7 +317,7 @@ class _Importer:
         matched = 0
         diverged = False
         last_line = line_base
-        for value, raw, before, line, data in objects:
+        for value, raw, before, line in objects:
             last_line = line
             before = gap + before
             gap = ""
@@ -323,7 +325,7 @@ class _Importer:
                 gap = before + value
                 continue
             migrator.migrate(value)
-            digest = _digest(before, raw, data)
+            digest = _digest(before, raw)
             if existing is not None and not diverged and matched < len(existing):
                 if existing[matched][1:] == (value.get("id", ""), digest):
                     matched += 1
@@ -339,30 +341,29 @@ class _Importer:
             self.removed = len(stale)
         self._finish(session, end, hasher.hexdigest(), gap, last_line, status)
 
-    def _objects(
-        self, lines: Iterable[Any], line_base: int
-    ) -> Iterator[tuple[Any, str, str, int, bytes | None]]:
-        """(object, its exact text, the text before it, line number, bytes) for every object, then (text, "",
-        "", n, None) for whatever follows the last one (a str in place of the object). ``bytes`` is the text
-        encoded when the line holds just that object and is valid UTF-8 (None otherwise)."""
+    def _objects(self, lines: Iterable[Any], line_base: int) -> Iterator[tuple[Any, str | bytes, str, int]]:
+        """(object, its exact text, the text before it, line number) for every object, then (text, "", "", n)
+        for whatever follows the last one (a str in place of the object). The exact text of a line that is
+        just one object comes as its bytes (valid UTF-8): decoding it only to encode it again for the
+        database and the digest cost more than parsing it."""
         gap: list[str] = []
         number = line_base
         warnings = self.warnings
         for line in lines:
             number = line_base + line.number
-            parsed = parse_line(line, warnings)
             data = line.data
+            # parse_line's own first step, for the usual line: orjson reads it as one object (which also
+            # proves it valid UTF-8), nothing to warn about. Anything else goes through parse_line.
             try:
-                text = data.decode("utf-8")
-                exact = True
-            except UnicodeDecodeError:
-                text = _text(data, warnings, number)
-                exact = False
-            if len(parsed) == 1 and parsed[0].start == line.start and parsed[0].end == line.end:
-                # The usual line: one object, nothing around it (the general case below gives the same).
-                yield parsed[0].value, text, "".join(gap) if gap else "", number, data if exact else None
+                value = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                value = None
+            if isinstance(value, dict):
+                yield value, data, "".join(gap) if gap else "", number
                 gap = ["\n"]
                 continue
+            parsed = parse_line(line, warnings)
+            text = _text(data, warnings, number)
             if not parsed:
                 gap.append(text + "\n")
                 continue
@@ -372,19 +373,20 @@ class _Importer:
                 before = "".join(gap) + _text(data[position:start], warnings, number)
                 gap = []
                 raw = text if (start, stop) == (0, len(data)) else _text(data[start:stop], [], number)
-                yield item.value, raw, before, number, None
+                yield item.value, raw, before, number
                 position = stop
             gap.append(_text(data[position:], warnings, number) + "\n")
-        yield "".join(gap), "", "", number, None
+        yield "".join(gap), "", "", number
 
     def _header(
-        self, objects: Iterator[tuple[Any, str, str, int, bytes | None]]
+        self, objects: Iterator[tuple[Any, str | bytes, str, int]]
     ) -> tuple[str, dict[str, Any], str, str, str]:
         prefix = ""
         slot_raw = ""
-        for value, raw, before, line, _ in objects:
+        for value, exact, before, line in objects:
             if isinstance(value, str):
                 break
+            raw = exact.decode() if isinstance(exact, bytes) else exact
             if line == 1 and not slot_raw and is_title_slot(value):
                 slot_raw = raw
                 prefix += before + raw
@@ -458,17 +460,18 @@ class _Importer:
         # An unchanged entry of a rewritten file: only its tool calls matter (for later tool results).
         entry_facts(value, self.tool_calls)
 
-    def _add(self, value: dict[str, Any], raw: str, before: str, digest: str, line: int) -> None:
-        assert self.session is not None
+    def _add(self, value: dict[str, Any], raw: str | bytes, before: str, digest: str, line: int) -> None:
+        session = self.session
+        assert session is not None
         facts = entry_facts(value, self.tool_calls)
         # A plain tuple in _ENTRY_COLUMNS order: building an Entry per line (and letting bulk_create turn it
         # back into parameters) was most of the import time.
         self.rows.append(
             (
-                self.session.pk,
-                self.session.next_seq,
+                session.pk,
+                session.next_seq,
                 line,
-                Entry.Origin.FILE.value,
+                _ORIGIN_FILE,
                 True,
                 before,
                 digest,
@@ -491,7 +494,7 @@ class _Importer:
                 facts.cost,
             )
         )
-        self.session.next_seq += 1
+        session.next_seq += 1
         if len(self.rows) >= BATCH_SIZE:
             self._flush()
 
@@ -560,16 +563,20 @@ _ENTRY_COLUMNS = (
     "cost",
 )
 _TS = _ENTRY_COLUMNS.index("ts")
+_RAW = _ENTRY_COLUMNS.index("raw")
+_ORIGIN_FILE = Entry.Origin.FILE.value
+_SQLITE_ROWS_PER_INSERT = 500
 
 
 def insert_entry_rows(rows: list[tuple[Any, ...]], connection: Any = None) -> None:
     """Insert Entry rows given as tuples in ``_ENTRY_COLUMNS`` order, in the connection's transaction.
 
     The same rows ``Entry.objects.bulk_create`` would write, without its per-row cost: no model instances,
-    one ``executemany`` (SQLite) or one ``COPY`` (PostgreSQL) per batch, and the driver's own cursor, because
+    multi-row INSERTs (SQLite) or one ``COPY`` (PostgreSQL) per batch, and the driver's own cursor, because
     with DEBUG on Django's cursor would keep the text of every statement, parameters included (the whole
-    file, hundreds of MB). Errors are still raised as Django's database exceptions. ``connection`` (Django's,
-    default: the one Entry is written to) may be passed in from another thread (see :class:`_RowWriter`).
+    file, hundreds of MB). Errors are still raised as Django's database exceptions. ``raw`` may be given as
+    its UTF-8 bytes; it is stored as text all the same. ``connection`` (Django's, default: the one Entry is
+    written to) may be passed in from another thread (see :class:`_RowWriter`).
     """
     if connection is None:
         connection = connections[router.db_for_write(Entry)]
@@ -577,18 +584,61 @@ def insert_entry_rows(rows: list[tuple[Any, ...]], connection: Any = None) -> No
     meta = Entry._meta
     columns = ", ".join(connection.ops.quote_name(meta.get_field(name).column) for name in _ENTRY_COLUMNS)
     table = connection.ops.quote_name(meta.db_table)
-    adapt = connection.ops.adapt_datetimefield_value
     with connection.wrap_database_errors, closing(connection.create_cursor()) as cursor:
         if connection.vendor == "postgresql":
             # COPY is several times faster than INSERT for large text rows; psycopg adapts every value
             # (timestamptz included) exactly as it does for query parameters.
             with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
                 for row in rows:
+                    raw = row[_RAW]
+                    if isinstance(raw, bytes):
+                        row = (*row[:_RAW], raw.decode(), *row[_RAW + 1 :])
                     copy.write_row(row)
         else:
-            placeholders = ", ".join(["%s"] * len(_ENTRY_COLUMNS))
-            params = [(*row[:_TS], adapt(row[_TS]), *row[_TS + 1 :]) for row in rows]
-            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", params)
+            _insert_sqlite(connection, cursor, table, columns, rows)
+
+
+def _insert_sqlite(
+    connection: Any, cursor: Any, table: str, columns: str, rows: list[tuple[Any, ...]]
+) -> None:
+    # Many rows per statement: SQLite releases the GIL while it runs one, so a whole statement's b-tree work
+    # overlaps with the reading thread (executemany binds and steps row by row).
+    limit = connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    width = len(_ENTRY_COLUMNS)
+    per = max(1, min(_SQLITE_ROWS_PER_INSERT, limit // width))
+    # Bytes of the raw line become TEXT with the same bytes (CAST reads a blob as text in the database's
+    # encoding, UTF-8 for every database Django creates): no decoding to a str to encode it back.
+    utf8 = connection.connection.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
+    marks = ["%s"] * width
+    marks[_RAW] = "CAST(%s AS TEXT)"
+    one = "(" + ", ".join(marks) + ")"
+    to_text = _sqlite_datetime(connection)
+    for start in range(0, len(rows), per):
+        chunk = rows[start : start + per]
+        params = [value for row in chunk for value in row]
+        for index in range(_TS, len(params), width):
+            params[index] = to_text(params[index])
+        if not utf8:
+            for index in range(_RAW, len(params), width):
+                if isinstance(params[index], bytes):
+                    params[index] = params[index].decode()
+        values = ", ".join([one] * len(chunk))
+        cursor.execute(f"INSERT INTO {table} ({columns}) VALUES {values}", params)
+
+
+def _sqlite_datetime(connection: Any) -> Callable[[datetime | None], str | None]:
+    """``connection.ops.adapt_datetimefield_value`` for SQLite, without its per-call overhead for the usual
+    value: a datetime already in the connection's time zone (UTC), which only loses its tzinfo."""
+    adapt: Callable[[datetime | None], str | None] = connection.ops.adapt_datetimefield_value
+    zone = connection.timezone if settings.USE_TZ else None
+
+    def to_text(value: datetime | None) -> str | None:
+        if value is not None and zone is not None and value.tzinfo is zone:
+            # What adapt does: make_naive(value, zone) (same wall time, as value is in zone), then str().
+            return str(value.replace(tzinfo=None))
+        return adapt(value)
+
+    return to_text
 
 
 class _RowWriter:
@@ -604,8 +654,8 @@ class _RowWriter:
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 # The raw lines are TOASTed: PostgreSQL's default pglz compression made the server the
-                # bottleneck of a large import (lz4: 40 % less COPY time, 3 % more space). SET LOCAL: this
-                # transaction only, and only where the server was built with lz4.
+                # bottleneck of a large import (lz4: about 30 % less COPY time, 3 % more space).
+                # SET LOCAL: this transaction only, and only where the server was built with lz4.
                 cursor.execute(
                     "SELECT set_config('default_toast_compression', 'lz4', true) FROM pg_settings"
                     " WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)"
@@ -653,6 +703,8 @@ class _RowWriter:
 def update_totals(session: AgentSession, *, move_leaf: bool = True) -> None:
     """Recompute the counts, totals, title fallback, leaf and dates the session list shows."""
     entries = session.entries.all()
+    # One pass over the rows for every count and total: each pass reads the whole table, raw lines included
+    # (on SQLite 0.1-0.2 s per 100k entries).
     totals = entries.aggregate(
         count=Count("id"),
         first=Min("ts"),
@@ -660,6 +712,8 @@ def update_totals(session: AgentSession, *, move_leaf: bool = True) -> None:
         input=Sum("input_tokens"),
         output=Sum("output_tokens"),
         cost=Sum("cost"),
+        messages=Count("id", filter=Q(type="message")),
+        tool_results=Count("id", filter=Q(role="toolResult")),
     )
     session.entry_count = totals["count"] or 0
     session.first_timestamp = totals["first"]
@@ -667,8 +721,8 @@ def update_totals(session: AgentSession, *, move_leaf: bool = True) -> None:
     session.input_tokens = int(totals["input"] or 0)
     session.output_tokens = int(totals["output"] or 0)
     session.cost = float(totals["cost"] or 0)
-    session.message_count = entries.filter(type="message").count()
-    session.tool_call_count = entries.filter(role="toolResult").count()
+    session.message_count = totals["messages"] or 0
+    session.tool_call_count = totals["tool_results"] or 0
     session.branch_point_count = (
         entries.exclude(parent_id=None).values("parent_id").annotate(n=Count("id")).filter(n__gt=1).count()
     )
