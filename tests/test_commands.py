@@ -560,7 +560,6 @@ def test_watching_nothing_is_an_error(tmp_path: Path, settings: Any) -> None:
 # -- the lead's sync layer -------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="sync reports a non-empty file without a JSON object as 'empty'")
 def test_a_file_of_garbage_is_not_reported_as_empty(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.jsonl"
     garbage.write_bytes(b"this is not json\n\x00\x01\x02\n")

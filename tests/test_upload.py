@@ -234,15 +234,16 @@ def test_upload_form_works_without_javascript(client):
     assert 'name="files"' in html
 
 
-def test_failed_upload_is_listed_among_import_issues(client):
-    """What the importer records for a file it refused; the upload's stored copy is named there."""
-    client.post("/upload/", {"files": [SimpleUploadedFile("broken.jsonl", b"not json\n")]})
+def test_failed_upload_is_reported_once_and_not_kept(client, upload_dir):
+    """The uploader sees the reason; a file that is not a session is neither stored nor listed as an issue."""
+    response = client.post("/upload/", {"files": [SimpleUploadedFile("broken.jsonl", b"not json\n")]})
 
-    assert ImportIssue.objects.count() == 1
-    assert "Files that failed to import (1)" in client.get("/").content.decode()
+    assert "not a session file" in response.content.decode()
+    assert ImportIssue.objects.count() == 0
+    assert not list(upload_dir.glob("*.jsonl"))
+    assert "Files that failed to import" not in client.get("/").content.decode()
 
 
-@pytest.mark.xfail(strict=True, reason="import_upload leaves its .part file behind when the chunks fail")
 def test_import_upload_leaves_no_partial_file_when_the_stream_fails(upload_dir):
     def chunks():
         yield b'{"type":"session","version":3,"id":"x","timestamp":"2026-05-01T10:00:00.000Z","cwd":"/"}\n'
@@ -254,9 +255,6 @@ def test_import_upload_leaves_no_partial_file_when_the_stream_fails(upload_dir):
     assert stored_files(upload_dir) == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the same bytes uploaded again sync as 'grown' (the stored copy gets a new mtime)"
-)
 def test_import_upload_of_the_same_bytes_again_is_unchanged(upload_dir):
     data = (DATA / "handmade" / "v3_compaction.jsonl").read_bytes()
     assert import_upload("v3_compaction.jsonl", [data]).status == "new"

@@ -50,6 +50,15 @@ class EntryFacts:
     tool_calls: int
 
 
+def _storable(text: str) -> str:
+    """Text any database stores: PostgreSQL refuses NUL, and neither takes lone surrogates."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    if not text.isascii():
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def _number(value: Any) -> float:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
@@ -94,12 +103,12 @@ def entry_facts(entry: Mapping[str, Any], tool_calls: ToolCalls) -> EntryFacts:
         role=role,
         timestamp=entry["timestamp"] if isinstance(entry.get("timestamp"), str) else "",
         ts=ts,
-        text=text[:_MAX_TEXT],
-        search_text=searchable_text(_Node(entry)).lower()[:_MAX_TEXT],
+        text=_storable(text[:_MAX_TEXT]),
+        search_text=_storable(searchable_text(_Node(entry)).lower()[:_MAX_TEXT]),
         has_text=role == "assistant" and has_text_content(msg.get("content")),
         stop_reason=msg.get("stopReason") if isinstance(msg.get("stopReason"), str) else "",
         label_target=entry["targetId"] if kind == "label" and isinstance(entry.get("targetId"), str) else "",
-        label_text=label if isinstance(label, str) else "",
+        label_text=_storable(label) if isinstance(label, str) else "",
         model=f"{provider}/{model}" if isinstance(provider, str) and isinstance(model, str) else "",
         input_tokens=int(_number(usage.get("input"))),
         output_tokens=int(_number(usage.get("output"))),

@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 HASH_WINDOW = 64 * 1024
 BATCH_SIZE = 2000
 
-Progress = Callable[[int, int], None]  # (bytes read so far, entries so far)
+Progress = Callable[[int, int], None]  # (bytes read since the last call, entries stored since the last call)
 
 
 @dataclass
@@ -77,12 +77,14 @@ class SyncResult:
 
 
 def default_session_dirs() -> list[Path]:
-    """The agents' own session directories (§1.1) that exist on this machine."""
-    home = Path.home()
-    dirs = [home / ".pi" / "agent" / "sessions", home / ".omp" / "agent" / "sessions"]
-    if os.environ.get("XDG_DATA_HOME"):
-        dirs.append(Path(os.environ["XDG_DATA_HOME"]) / "omp" / "sessions")
-    return [directory for directory in dirs if directory.is_dir()]
+    """The session directories to import by default (settings.ARBOR_SESSION_DIRS) that exist here."""
+    return [Path(directory) for directory in settings.ARBOR_SESSION_DIRS if Path(directory).is_dir()]
+
+
+def _no_header_message(size: int) -> str:
+    if size == 0:
+        return "not a session file: the file is empty"
+    return "not a session file: no JSON object in it, so no session header"
 
 
 def find_session_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
@@ -105,15 +107,27 @@ def import_upload(name: str, chunks: Iterable[bytes]) -> SyncResult:
     upload_dir = Path(settings.ARBOR_UPLOAD_DIR)
     upload_dir.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
-    temporary = upload_dir / f".upload-{os.getpid()}-{id(chunks)}.part"
-    with open(temporary, "wb") as handle:
-        for chunk in chunks:
-            digest.update(chunk)
-            handle.write(chunk)
-    stem = Path(name).name.removesuffix(".jsonl")[:80] or "session"
-    target = upload_dir / f"{stem}-{digest.hexdigest()[:12]}.jsonl"
-    os.replace(temporary, target)
-    return sync_file(target)
+    temporary = upload_dir / f".upload-{os.getpid()}-{threading.get_ident()}-{id(chunks)}.part"
+    try:
+        with open(temporary, "wb") as handle:
+            for chunk in chunks:
+                digest.update(chunk)
+                handle.write(chunk)
+        stem = Path(name).name.removesuffix(".jsonl")[:80] or "session"
+        target = upload_dir / f"{stem}-{digest.hexdigest()[:12]}.jsonl"
+        if target.exists():
+            # The same bytes were uploaded before: keep that copy (and its mtime), so it syncs as unchanged.
+            temporary.unlink()
+        else:
+            os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+    result = sync_file(target)
+    if result.status == "failed":
+        # The error goes back to the uploader; a file that is not a session is not kept.
+        target.unlink(missing_ok=True)
+        ImportIssue.objects.filter(source_path=result.path).delete()
+    return result
 
 
 def sync_file(path: str | os.PathLike[str], *, progress: Progress | None = None) -> SyncResult:
@@ -185,10 +199,15 @@ def _complete_end(handle: IO[bytes], size: int) -> int:
 def _text(data: bytes, warnings: list[ParseWarning], line: int) -> str:
     """Text for the database: bytes that are not UTF-8 cannot be stored as they are (replaced, warned)."""
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         warnings.append(ParseWarning(line, "bytes that are not UTF-8 are stored as U+FFFD (export differs)"))
-        return data.decode("utf-8", errors="replace")
+        text = data.decode("utf-8", errors="replace")
+    if "\x00" in text:
+        # Only a broken line can hold a raw NUL (JSON escapes it); no database stores one in text.
+        warnings.append(ParseWarning(line, "NUL bytes are stored as U+FFFD (export differs)"))
+        text = text.replace("\x00", "\ufffd")
+    return text
 
 
 def line_digest(before: str, raw: str) -> str:
@@ -397,7 +416,7 @@ class _Importer:
                     '({"type":"session","id":…})'
                 )
             return "", value, raw, prefix + before, slot_raw
-        raise SessionFileError("not a session file: no session header found (the file is empty)")
+        raise SessionFileError(_no_header_message(self.stat.st_size))
 
     def _session_for(
         self, header: dict[str, Any], header_raw: str, prefix: str, slot_raw: str

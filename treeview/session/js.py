@@ -236,6 +236,10 @@ def utf16_slice(text: str, end: int, *, keep_lone_surrogate: bool = False) -> st
     """
     if text.isascii() or len(text) * 2 <= end:
         return text[:end]
+    prefix = text[:end]
+    if not prefix or max(prefix) <= "\uffff":
+        # No astral character in the first `end` code points: they are exactly `end` code units.
+        return prefix
     if keep_lone_surrogate:
         return text.encode("utf-16-le", "surrogatepass")[: end * 2].decode("utf-16-le", "surrogatepass")
     units = 0

@@ -494,5 +494,7 @@ def _split_session(result: ParsedFile, parsed_lines: Iterator[ParsedLine]) -> Pa
             continue
         entries.append(parsed)
     if result.header is None:
-        raise SessionFileError("not a session file: no session header found (the file is empty)")
+        empty = not result.warnings and not result.size
+        reason = "the file is empty" if empty else "no JSON object in it, so no session header"
+        raise SessionFileError(f"not a session file: {reason}")
     return result
