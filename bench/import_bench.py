@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import resource
 import shutil
 import statistics
@@ -43,6 +42,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from report import replace_block, targets_line
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -281,22 +282,12 @@ def render(rows: list[dict[str, Any]], info: dict[str, str], repeat: int, seed: 
         )
     if checks:
         lines.append("")
-        lines.append(
-            "Targets (100k): "
-            + ", ".join(f"{name} {limit}: {'met' if ok else '**missed**'}" for name, ok, limit in checks)
-            + "."
-        )
+        lines.append(targets_line(checks))
     return "\n".join(lines)
 
 
 def record(table: str) -> None:
-    block = f"{BEGIN}\n{table}\n{END}"
-    text = BENCHMARKS.read_text(encoding="utf-8") if BENCHMARKS.exists() else "# Benchmarks\n"
-    if BEGIN in text and END in text:
-        text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-    else:
-        text = text.rstrip("\n") + "\n\n## Import into the database\n\n" + block + "\n"
-    BENCHMARKS.write_text(text, encoding="utf-8")
+    replace_block(BENCHMARKS, BEGIN, END, table, "Import into the database")
 
 
 def _server_versions(backends: list[str]) -> str:

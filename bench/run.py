@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import platform
-import re
 import resource
 import statistics
 import subprocess
@@ -34,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from report import replace_block, targets_line
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
@@ -248,25 +249,12 @@ def render(rows: list[dict[str, Any]], info: dict[str, str], repeat: int, seed: 
             ("peak RSS", row["peak_mb"] < TARGET_PEAK_MB, f"< {TARGET_PEAK_MB:g} MB"),
         ]
         lines.append("")
-        lines.append(
-            "Targets (100k): "
-            + ", ".join(f"{name} {limit}: {'met' if ok else '**missed**'}" for name, ok, limit in checks)
-            + "."
-        )
+        lines.append(targets_line(checks))
     return "\n".join(lines)
 
 
 def record(table: str) -> None:
-    block = f"{BEGIN}\n{table}\n{END}"
-    if BENCHMARKS.exists():
-        text = BENCHMARKS.read_text(encoding="utf-8")
-        if BEGIN in text and END in text:
-            text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-        else:
-            text = text.rstrip("\n") + "\n\n## Latest results\n\n" + block + "\n"
-    else:
-        text = "# Benchmarks\n\n## Latest results\n\n" + block + "\n"
-    BENCHMARKS.write_text(text, encoding="utf-8")
+    replace_block(BENCHMARKS, BEGIN, END, table, "Latest results")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -78,20 +78,8 @@ def append_entry(session: AgentSession, make: EntryMaker, reason: str = "append"
             in_file=written,
             before=before if written else "",
             digest=line_digest(before, raw) if written else "",
-            entry_id=facts.entry_id,
-            parent_id=facts.parent_id,
-            type=facts.type,
-            role=facts.role,
-            timestamp=facts.timestamp,
-            ts=facts.ts,
             raw=raw,
-            text=facts.text,
-            search_text=facts.search_text,
-            has_text=facts.has_text,
-            stop_reason=facts.stop_reason,
-            label_target=facts.label_target,
-            label_text=facts.label_text,
-            model=facts.model,
+            **facts.columns(),
         )
         locked.next_seq += 1
         locked.entry_count += 1

@@ -49,6 +49,30 @@ class EntryFacts:
     cost: float
     tool_calls: int
 
+    def columns(self) -> dict[str, Any]:
+        """The ``Entry`` fields these facts fill (everything but where the line is and its text)."""
+        return {name: getattr(self, name) for name in _ENTRY_FIELDS}
+
+
+_ENTRY_FIELDS = (
+    "entry_id",
+    "parent_id",
+    "type",
+    "role",
+    "timestamp",
+    "ts",
+    "text",
+    "search_text",
+    "has_text",
+    "stop_reason",
+    "label_target",
+    "label_text",
+    "model",
+    "input_tokens",
+    "output_tokens",
+    "cost",
+)
+
 
 def _storable(text: str) -> str:
     """Text any database stores: PostgreSQL refuses NUL, and neither takes lone surrogates."""
