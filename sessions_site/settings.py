@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
+    "csp",
     "treeview",
 ]
 
@@ -61,6 +62,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
 ]
 
 ROOT_URLCONF = "sessions_site.urls"
@@ -120,3 +122,20 @@ ARBOR_UPLOAD_DIR = ARBOR_DATA_DIR / "uploads"
 
 # Opt-in: entries Arbor appends are also appended to the agent's own file (only while it is unchanged).
 ARBOR_WRITE_BACK = env.get_bool("ARBOR_WRITE_BACK", False)
+
+# Session content is hostile input: a strict Content-Security-Policy, no inline script or style, nothing from
+# elsewhere. Inline images of a conversation come as data: URLs (validated PNG/JPEG/GIF/WebP only).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    }
+}
