@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.session_list, name="session_list"),
     path("upload/", views.upload, name="upload"),
     path("s/<str:session_id>/", views.session_detail, name="session_detail"),
+    path("s/<str:session_id>/context/", views.session_context, name="session_context"),
     path("s/<str:session_id>/label/", views.set_label, name="set_label"),
     path("s/<str:session_id>/download.jsonl", views.download_session, name="download_session"),
     path("s/<str:session_id>/branch/<str:entry_id>.jsonl", views.download_branch, name="download_branch"),

@@ -26,7 +26,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
-from treeview import explorer
+from treeview import context_tab, explorer
 from treeview.forms import (
     UPLOAD_FIELD,
     CopyForm,
@@ -366,6 +366,8 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
         "parent_links": session_links(parent, pick_copy=False) if parent is not None else None,
         "label_value": (node.node.label or "") if node is not None else "",
         "oob": False,
+        "context_tab_url": state.url(tab="context", end=None),
+        "context_fragment_url": _context_url(state),
     }
 
 
@@ -423,7 +425,12 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     """The tree of a session and the conversation of the selected entry (deep links as pi's HTML export)."""
     session = _session_or_404(request, session_id)
     state, tree = _page_state(request, session)
-    return _render_detail(request, state, tree)
+    response = _render_detail(request, state, tree)
+    # The Context tab without JavaScript (or a shared link to it): the same page with the tab open.
+    opened = request.GET.get("tab") == "context" and _htmx_target(request) is None
+    if opened and isinstance(response, TemplateResponse) and response.context_data is not None:
+        response.context_data.update(_context_tab_context(state, tree))
+    return response
 
 
 @require_POST
@@ -613,3 +620,59 @@ def persist_position(request: HttpRequest, session_id: str) -> TemplateResponse:
         where = "in Arbor's copy and the downloaded file (write-back is off: the agent's file is unchanged)"
     notice = Notice(f"Position persisted for “{title}”: marker {marker.entry_id} at entry {leaf}, {where}.")
     return _render_list(request, page, ListExtras(notice=notice))
+
+
+# -- the context tab ---------------------------------------------------------------------------------------
+
+CONTEXT_TEMPLATE = "treeview/_context.html"
+
+
+def _context_url(state: PageState, **changes: Any) -> str:
+    """The context fragment's address for this page state (``copy``, ``leafId``, ``targetId``, ``end``)."""
+    params: dict[str, Any] = {
+        "copy": state.copy,
+        "leafId": state.leaf_param or None,
+        "targetId": state.target_id,
+    }
+    params.update(changes)
+    query = urlencode({key: value for key, value in params.items() if value is not None and value != ""})
+    base = reverse("treeview:session_context", kwargs={"session_id": state.session.session_id})
+    return f"{base}?{query}" if query else base
+
+
+def _context_tab_context(state: PageState, tree: explorer.ExplorerTree) -> dict[str, Any]:
+    """The Context tab's data: the LLM context at the target (default: the leaf), one page of its cards."""
+    target = state.target_id or state.leaf_id
+    llm = context_tab.llm_context(state.session, tree, target)
+    cards, start, stop = llm.page(state.end)
+    later = min(len(llm.cards), stop + context_tab.CONTEXT_PAGE)
+    return {
+        "llm_page_url": state.url(),
+        "llm": llm,
+        "llm_cards": cards,
+        "llm_start": start,
+        "llm_stop": stop,
+        "llm_earlier_url": _context_url(state, end=start) if start else None,
+        "llm_earlier_link": state.url(tab="context", end=start) if start else None,
+        "llm_later_url": _context_url(state, end=later) if stop < len(llm.cards) else None,
+        "llm_later_link": state.url(tab="context", end=later) if stop < len(llm.cards) else None,
+        "llm_later": len(llm.cards) - stop,
+    }
+
+
+@require_safe
+@vary_on_headers("HX-Request")
+def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
+    """The Context tab: exactly what the LLM would receive at ``targetId`` (default: the leaf); htmx gets
+    the fragment, a plain request the session page with the tab open."""
+    session = _session_or_404(request, session_id)
+    state, tree = _page_state(request, session)
+    tab = _context_tab_context(state, tree)
+    if _htmx_target(request) is not None:
+        return TemplateResponse(
+            request, CONTEXT_TEMPLATE + "#context", {"session": session, "state": state, **tab}
+        )
+    response = _render_detail(request, state, tree)
+    if isinstance(response, TemplateResponse) and response.context_data is not None:
+        response.context_data.update(tab)
+    return response
