@@ -10,6 +10,7 @@ urlpatterns = [
     path("s/<str:session_id>/", views.session_detail, name="session_detail"),
     path("s/<str:session_id>/context/", views.session_context, name="session_context"),
     path("s/<str:session_id>/label/", views.set_label, name="set_label"),
+    path("s/<str:session_id>/entry/<str:entry_id>/block/<int:index>/", views.entry_block, name="entry_block"),
     path("s/<str:session_id>/download.jsonl", views.download_session, name="download_session"),
     path("s/<str:session_id>/branch/<str:entry_id>.jsonl", views.download_branch, name="download_branch"),
     path("s/<str:session_id>/persist-position/", views.persist_position, name="persist_position"),

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlencode
 
+import orjson
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import BadRequest
@@ -37,6 +38,7 @@ from treeview.forms import (
     UploadForm,
 )
 from treeview.models import AgentSession, ImportIssue
+from treeview.render import full_block_text, render_full_text
 from treeview.services import append
 from treeview.services.export import export_branch, export_lines
 from treeview.services.sync import SyncResult, import_upload
@@ -593,6 +595,23 @@ def download_branch(request: HttpRequest, session_id: str, entry_id: str) -> Htt
     response = HttpResponse(text.encode("utf-8", errors="surrogatepass"), content_type=NDJSON)
     response["Content-Disposition"] = content_disposition_header(True, name)
     return response
+
+
+@require_safe
+def entry_block(request: HttpRequest, session_id: str, entry_id: str, index: int) -> HttpResponse:
+    """The whole text of one block of an entry (a long output shown cut on the page), loaded on demand."""
+    session = _session_or_404(request, session_id)
+    row = session.entries.filter(entry_id=entry_id).exclude(type="session").order_by("-seq").first()
+    if row is None:
+        raise Http404("no entry with this id in the session")
+    try:
+        entry = orjson.loads(row.raw)
+    except orjson.JSONDecodeError:
+        raise Http404("this entry cannot be read") from None
+    text = full_block_text(entry, index) if isinstance(entry, dict) else None
+    if text is None:
+        raise Http404("no such block")
+    return HttpResponse(render_full_text(text))
 
 
 # -- the position marker -----------------------------------------------------------------------------------
