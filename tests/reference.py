@@ -89,3 +89,16 @@ def open_case(case: Case) -> tuple[SessionManager, dict[str, Any], IdMap]:
     manager = SessionManager.open(case.path)
     reference = case.reference
     return manager, reference, IdMap(manager, reference)
+
+
+def import_fixture(tmp_path: Path, name: str, folder: str = "handmade") -> Any:
+    """Import a copy of a fixture (never tests/data itself) into the test database; returns its session."""
+    import shutil
+
+    from treeview.services.sync import sync_file
+
+    path = tmp_path / name
+    shutil.copyfile(DATA / folder / name, path)
+    result = sync_file(path)
+    assert result.session is not None, result.error
+    return result.session

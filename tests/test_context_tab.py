@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from html import unescape
 from pathlib import Path
 
 import pytest
 from django.test import Client
 
-from tests.reference import DATA
+from tests.reference import DATA, import_fixture
 from treeview import context_tab, explorer
 from treeview.models import AgentSession
 from treeview.services.export import load_manager
@@ -38,14 +37,6 @@ def isolated(settings, tmp_path: Path) -> None:
     settings.ARBOR_UPLOAD_DIR = tmp_path / "uploads"
     settings.ARBOR_WRITE_BACK = False
     explorer.clear_caches()
-
-
-def imported(tmp_path: Path, name: str, folder: str = "handmade") -> AgentSession:
-    path = tmp_path / name
-    shutil.copyfile(DATA / folder / name, path)
-    result = sync_file(path)
-    assert result.session is not None, result.error
-    return result.session
 
 
 def imported_text(tmp_path: Path, name: str, lines: list[dict]) -> AgentSession:
@@ -76,7 +67,7 @@ def expected_llm(session: AgentSession) -> list[dict]:
 
 @pytest.mark.parametrize(("folder", "name"), FIXTURES)
 def test_context_matches_the_core_at_the_leaf_for_every_fixture(client: Client, tmp_path: Path, folder, name):
-    session = imported(tmp_path, name, folder)
+    session = import_fixture(tmp_path, name, folder)
     expected = expected_llm(session)
     llm = built(session)
     assert [(card.role, card.text) for card in llm.cards] == [(m["role"], message_text(m)) for m in expected]
@@ -94,7 +85,7 @@ def test_context_matches_the_core_at_the_leaf_for_every_fixture(client: Client, 
 
 
 def test_every_card_names_the_entry_it_came_from(tmp_path: Path):
-    session = imported(tmp_path, "v3_custom_mode_ttsr.jsonl")
+    session = import_fixture(tmp_path, "v3_custom_mode_ttsr.jsonl")
     llm = built(session)
     manager = load_manager(session)
     assert llm.cards
@@ -104,7 +95,7 @@ def test_every_card_names_the_entry_it_came_from(tmp_path: Path):
 
 
 def test_state_is_shown(client: Client, tmp_path: Path):
-    session = imported(tmp_path, "v3_custom_mode_ttsr.jsonl")
+    session = import_fixture(tmp_path, "v3_custom_mode_ttsr.jsonl")
     state = load_manager(session).build_session_context()
     html = client.get(context_url(session), headers=HTMX).content.decode()
     assert f"<dd>{state.thinking_level}</dd>" in html
@@ -115,7 +106,7 @@ def test_state_is_shown(client: Client, tmp_path: Path):
 
 
 def test_compaction_summary_comes_first_then_only_kept_entries(tmp_path: Path):
-    session = imported(tmp_path, "v3_compaction.jsonl")
+    session = import_fixture(tmp_path, "v3_compaction.jsonl")
     manager = load_manager(session)
     llm = built(session)
     assert llm.cards[0].text.startswith("Another language model started to solve this problem")
@@ -130,7 +121,7 @@ def test_compaction_summary_comes_first_then_only_kept_entries(tmp_path: Path):
 
 
 def test_target_deep_link_shows_the_context_at_that_entry(client: Client, tmp_path: Path):
-    session = imported(tmp_path, "v3_branching_labels.jsonl")
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
     manager = load_manager(session)
     messages = [e for e in manager.entries if e["type"] == "message"]
     target = next(e for e in messages if e["id"] not in {x["id"] for x in manager.get_branch()})
@@ -149,7 +140,7 @@ def test_target_deep_link_shows_the_context_at_that_entry(client: Client, tmp_pa
 
 
 def test_htmx_gets_the_fragment_and_a_plain_request_the_full_page(client: Client, tmp_path: Path):
-    session = imported(tmp_path, "v3_branching_labels.jsonl")
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
     fragment = client.get(context_url(session), headers=HTMX)
     full = client.get(context_url(session))
     assert fragment.status_code == full.status_code == 200
@@ -163,7 +154,7 @@ def test_htmx_gets_the_fragment_and_a_plain_request_the_full_page(client: Client
 
 
 def test_the_session_page_has_the_tab_and_keeps_the_conversation_the_default(client: Client, tmp_path: Path):
-    session = imported(tmp_path, "v3_branching_labels.jsonl")
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
     html = client.get(f"/s/{session.session_id}/").content.decode()
     assert '<section id="context" class="context-pane" hidden>' in html
     assert f'hx-get="/s/{session.session_id}/context/"' in html
@@ -172,7 +163,7 @@ def test_the_session_page_has_the_tab_and_keeps_the_conversation_the_default(cli
 
 
 def test_unknown_ids_are_404(client: Client, tmp_path: Path):
-    session = imported(tmp_path, "v3_branching_labels.jsonl")
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
     assert client.get(context_url(session, "?targetId=nope")).status_code == 404
     assert client.get(context_url(session, "?leafId=nope"), headers=HTMX).status_code == 404
     assert client.get("/s/no-such-session/context/").status_code == 404

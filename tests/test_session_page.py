@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from html import unescape
 from pathlib import Path
 
 import pytest
 from django.test import Client
 
-from tests.reference import DATA
+from tests.reference import import_fixture
 from treeview import explorer
 from treeview.models import AgentSession
 from treeview.services.sync import sync_file
@@ -33,14 +32,6 @@ def isolated(settings, tmp_path: Path) -> None:
     settings.ARBOR_UPLOAD_DIR = tmp_path / "uploads"
     settings.ARBOR_WRITE_BACK = False
     explorer.clear_caches()
-
-
-def imported(tmp_path: Path, name: str, folder: str = "handmade") -> AgentSession:
-    path = tmp_path / name
-    shutil.copyfile(DATA / folder / name, path)
-    result = sync_file(path)
-    assert result.session is not None, result.error
-    return result.session
 
 
 def page(session: AgentSession) -> str:
@@ -75,7 +66,7 @@ def path_to(session: AgentSession, entry_id: str) -> list[str]:
 
 
 def test_full_page_shows_header_tree_and_conversation(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     response = client.get(page(session))
     html = response.content.decode()
     assert response.status_code == 200
@@ -89,7 +80,7 @@ def test_full_page_shows_header_tree_and_conversation(client: Client, tmp_path: 
 
 
 def test_htmx_tree_request_gets_the_tree_and_the_conversation_out_of_band(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     response = client.get(page(session), {"targetId": "b2000004"}, headers={**HTMX, "HX-Target": "tree"})
     html = response.content.decode()
     assert response.status_code == 200
@@ -100,7 +91,7 @@ def test_htmx_tree_request_gets_the_tree_and_the_conversation_out_of_band(client
 
 
 def test_htmx_conversation_request_gets_only_the_conversation(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     response = client.get(page(session), headers={**HTMX, "HX-Target": "conversation"})
     html = response.content.decode()
     assert html.lstrip().startswith('<section id="conversation"')
@@ -108,13 +99,13 @@ def test_htmx_conversation_request_gets_only_the_conversation(client: Client, tm
 
 
 def test_history_restore_request_gets_the_full_page(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     response = client.get(page(session), headers={**HTMX, "HX-History-Restore-Request": "true"})
     assert "<html" in response.content.decode()
 
 
 def test_window_paging_request_gets_only_the_tree(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     response = client.get(page(session), {"start": "0"}, headers={**HTMX, "HX-Target": "tree"})
     html = response.content.decode()
     assert 'id="tree"' in html and 'id="conversation"' not in html
@@ -133,7 +124,7 @@ def test_window_paging_request_gets_only_the_tree(client: Client, tmp_path: Path
     ],
 )
 def test_every_filter_mode_shows_the_core_selector_rows(client: Client, tmp_path: Path, folder, name):
-    session = imported(tmp_path, name, folder)
+    session = import_fixture(tmp_path, name, folder)
     for mode in FILTER_MODES:
         expected = [row.id for row in select_rows(session, mode)]
         html = client.get(page(session), {"filter": mode}).content.decode()
@@ -148,7 +139,7 @@ def test_every_filter_mode_shows_the_core_selector_rows(client: Client, tmp_path
 
 
 def test_search_shows_the_core_selector_matches(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     for query in ["click", "subcommands", "ADD sub", "start", "no such text"]:
         html = client.get(page(session), {"q": query}).content.decode()
         assert tree_ids(html) == [row.id for row in select_rows(session, "default", query)], query
@@ -156,12 +147,12 @@ def test_search_shows_the_core_selector_matches(client: Client, tmp_path: Path):
 
 
 def test_malformed_filter_is_a_bad_request(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     assert client.get(page(session), {"filter": "everything"}).status_code == 400
 
 
 def test_default_selection_is_the_leaf_and_the_conversation_is_its_path(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     html = client.get(page(session)).content.decode()
     assert session.leaf_id is not None
     # The leaf (a custom entry) is hidden in the default view: its nearest visible ancestor is selected.
@@ -174,7 +165,7 @@ def test_default_selection_is_the_leaf_and_the_conversation_is_its_path(client: 
 
 
 def test_target_id_deep_link_selects_the_entry_and_shows_its_path(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     html = client.get(page(session), {"targetId": "b2000005"}).content.decode()
     assert selected_row(html) == "b2000005"
     assert entry_ids(html) == path_to(session, "b2000005")
@@ -183,7 +174,7 @@ def test_target_id_deep_link_selects_the_entry_and_shows_its_path(client: Client
 
 
 def test_hidden_target_selects_its_nearest_visible_ancestor(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     # b2000004 is a tool-call-only assistant turn, which no filter mode shows.
     html = client.get(page(session), {"targetId": "b2000004", "filter": "all"}).content.decode()
     assert "b2000004" not in tree_ids(html)
@@ -193,7 +184,7 @@ def test_hidden_target_selects_its_nearest_visible_ancestor(client: Client, tmp_
 
 
 def test_leaf_id_deep_link_draws_the_tree_for_that_leaf(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     html = client.get(page(session), {"leafId": "b2000006", "targetId": "b2000006"}).content.decode()
     rows = tree_ids(html)
     # That leaf's branch comes first now, and it carries the leaf marker.
@@ -204,7 +195,7 @@ def test_leaf_id_deep_link_draws_the_tree_for_that_leaf(client: Client, tmp_path
 
 
 def test_sibling_switcher_at_a_branch_point(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     html = client.get(page(session), {"targetId": "b2000007"}).content.decode()
     # b2000002 has two children (b2000003 and the branch summary d4000001): the summary's branch is active.
     assert re.search(r"1/2", html)
@@ -213,21 +204,21 @@ def test_sibling_switcher_at_a_branch_point(client: Client, tmp_path: Path):
 
 @pytest.mark.parametrize("param", ["leafId", "targetId"])
 def test_unknown_entry_ids_are_404(client: Client, tmp_path: Path, param: str):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     assert client.get(page(session), {param: "nope0000"}).status_code == 404
     assert client.get(page(session), {param: "x" * 200}).status_code == 404
 
 
 def test_unknown_session_is_404(client: Client, tmp_path: Path):
-    imported(tmp_path, BRANCHING)
+    import_fixture(tmp_path, BRANCHING)
     assert client.get("/s/not-a-session/").status_code == 404
 
 
 def test_copy_parameter_selects_a_copy(client: Client, tmp_path: Path):
-    first = imported(tmp_path, BRANCHING)
+    first = import_fixture(tmp_path, BRANCHING)
     other = tmp_path / "again"
     other.mkdir()
-    second = imported(other, BRANCHING)
+    second = import_fixture(other, BRANCHING)
     assert first.session_id == second.session_id
     assert client.get(page(first), {"copy": first.pk}).status_code == 200
     assert client.get(page(first), {"copy": 999999}).status_code == 404
@@ -238,7 +229,7 @@ def test_copy_parameter_selects_a_copy(client: Client, tmp_path: Path):
     [("real", "oh-my-pi_large-session_v3-migrated_title-slot.jsonl"), ("handmade", "v3_compaction.jsonl")],
 )
 def test_fixture_pages_render_with_their_leaf_path(client: Client, tmp_path: Path, folder: str, name: str):
-    session = imported(tmp_path, name, folder)
+    session = import_fixture(tmp_path, name, folder)
     assert session.leaf_id is not None
     response = client.get(page(session), {"targetId": session.leaf_id, "leafId": session.leaf_id})
     assert response.status_code == 200
@@ -254,7 +245,7 @@ def label_url(session: AgentSession) -> str:
 
 
 def test_label_form_without_javascript_redirects_back(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     form = {"target_id": "b2000003", "label": "reviewed", "filter": "all"}
     response = client.post(label_url(session), form)
     assert response.status_code == 302
@@ -269,7 +260,7 @@ def test_label_form_without_javascript_redirects_back(client: Client, tmp_path: 
 
 
 def test_label_form_with_htmx_returns_the_tree(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     response = client.post(
         label_url(session), {"target_id": "b2000003", "label": "api"}, headers={**HTMX, "HX-Target": "tree"}
     )
@@ -286,12 +277,12 @@ def test_label_form_with_htmx_returns_the_tree(client: Client, tmp_path: Path):
 
 
 def test_label_of_an_unknown_entry_is_404(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     assert client.post(label_url(session), {"target_id": "nope0000", "label": "x"}).status_code == 404
 
 
 def test_label_post_needs_the_csrf_token(tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     client = Client(enforce_csrf_checks=True)
     refused = client.post(label_url(session), {"target_id": "b2000004", "label": "x"})
     assert refused.status_code == 403
@@ -305,7 +296,7 @@ def test_label_post_needs_the_csrf_token(tmp_path: Path):
 
 
 def test_label_get_is_not_allowed(client: Client, tmp_path: Path):
-    session = imported(tmp_path, BRANCHING)
+    session = import_fixture(tmp_path, BRANCHING)
     assert client.get(label_url(session)).status_code == 405
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from datetime import UTC, datetime, timedelta
 from html import unescape
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from tests.reference import DATA
+from tests.reference import import_fixture
 from treeview.models import AgentSession, ImportIssue
 from treeview.services.append import move_leaf
 from treeview.services.sync import sync_file
@@ -25,14 +24,6 @@ def upload_dir(settings, tmp_path: Path) -> Path:
     settings.ARBOR_UPLOAD_DIR = tmp_path / "uploads"
     settings.ARBOR_WRITE_BACK = False
     return settings.ARBOR_UPLOAD_DIR
-
-
-def imported(tmp_path: Path, name: str, folder: str = "handmade") -> AgentSession:
-    path = tmp_path / name
-    shutil.copyfile(DATA / folder / name, path)
-    result = sync_file(path)
-    assert result.session is not None, result.error
-    return result.session
 
 
 def make_sessions(count: int, *, cwd: str = "/home/dev/many", start: datetime | None = None) -> None:
@@ -69,7 +60,7 @@ def test_empty_list_explains_the_three_ways_to_import(client):
 
 
 def test_imported_sessions_are_listed_with_their_facts(client, tmp_path):
-    session = imported(tmp_path, "v3_branching_labels.jsonl")
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
 
     html = client.get("/").content.decode()
 
@@ -88,7 +79,7 @@ def test_imported_sessions_are_listed_with_their_facts(client, tmp_path):
 
 
 def test_title_from_the_omp_title_slot_is_the_row_title(client, tmp_path):
-    imported(tmp_path, "omp18_title_slot_new_entry_types.jsonl")
+    import_fixture(tmp_path, "omp18_title_slot_new_entry_types.jsonl")
 
     html = client.get("/").content.decode()
 
@@ -147,7 +138,7 @@ def test_import_issues_are_listed_with_their_reason(client, tmp_path):
 
 
 def test_warnings_are_counted_and_listed_on_demand(client, tmp_path):
-    session = imported(tmp_path, "v3_orphans_sorting_malformed.jsonl")
+    session = import_fixture(tmp_path, "v3_orphans_sorting_malformed.jsonl")
     assert session.warnings
 
     html = client.get("/").content.decode()
@@ -158,7 +149,7 @@ def test_warnings_are_counted_and_listed_on_demand(client, tmp_path):
 
 
 def test_forked_session_links_to_its_parent(client, tmp_path):
-    parent = imported(tmp_path, "v3_branching_labels.jsonl")
+    parent = import_fixture(tmp_path, "v3_branching_labels.jsonl")
     AgentSession.objects.create(
         session_id="child-1",
         header_raw="{}",
@@ -219,7 +210,7 @@ def test_session_id_that_cannot_be_routed_gets_no_links_but_the_list_works(clien
 
 
 def test_htmx_request_gets_only_the_session_list_fragment(client, tmp_path):
-    session = imported(tmp_path, "v3_branching_labels.jsonl")
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
 
     response = client.get("/", headers=HTMX)
 
@@ -247,7 +238,7 @@ def test_session_list_refuses_post(client):
 
 
 def test_page_has_no_inline_script_or_style(client, tmp_path):
-    imported(tmp_path, "v3_branching_labels.jsonl")
+    import_fixture(tmp_path, "v3_branching_labels.jsonl")
 
     html = client.get("/").content.decode()
 
@@ -263,7 +254,7 @@ def test_page_has_no_inline_script_or_style(client, tmp_path):
 
 
 def test_the_list_says_whether_write_back_is_on(client, settings, tmp_path):
-    imported(tmp_path, "v3_branching_labels.jsonl")
+    import_fixture(tmp_path, "v3_branching_labels.jsonl")
 
     off = client.get("/").content.decode()
     settings.ARBOR_WRITE_BACK = True
@@ -275,7 +266,7 @@ def test_the_list_says_whether_write_back_is_on(client, settings, tmp_path):
 
 
 def test_persist_position_appends_a_marker_and_reports_it(client, tmp_path):
-    session = imported(tmp_path, "v3_branching_labels.jsonl")
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
     before = session.entry_count
 
     response = client.post(f"/s/{session.session_id}/persist-position/", {"page": "1"})
@@ -292,7 +283,7 @@ def test_persist_position_appends_a_marker_and_reports_it(client, tmp_path):
 
 
 def test_persist_position_htmx_gets_the_fragment(client, tmp_path):
-    session = imported(tmp_path, "v3_branching_labels.jsonl")
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
 
     response = client.post(f"/s/{session.session_id}/persist-position/", headers=HTMX)
 
@@ -302,7 +293,7 @@ def test_persist_position_htmx_gets_the_fragment(client, tmp_path):
 
 
 def test_persist_position_refused_by_write_back_is_409_with_the_reason(client, settings, tmp_path):
-    session = imported(tmp_path, "v3_branching_labels.jsonl")
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
     settings.ARBOR_WRITE_BACK = True
     source = Path(session.source_path)
     with source.open("a") as handle:  # the agent wrote after Arbor's last sync
@@ -326,7 +317,7 @@ def test_persist_position_refused_by_write_back_is_409_with_the_reason(client, s
 
 
 def test_persist_position_with_write_back_appends_to_the_agents_file(client, settings, tmp_path):
-    session = imported(tmp_path, "v3_branching_labels.jsonl")
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
     settings.ARBOR_WRITE_BACK = True
     source = Path(session.source_path)
     before = source.read_bytes()
@@ -350,7 +341,7 @@ def test_persist_position_of_a_session_without_entries_is_refused(client):
 
 
 def test_persist_position_after_moving_the_leaf_names_that_leaf(client, tmp_path):
-    session = imported(tmp_path, "v3_branching_labels.jsonl")
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
     first_message = session.entries.filter(type="message").order_by("seq").first()
     move_leaf(session, first_message.entry_id)
 
@@ -364,13 +355,13 @@ def test_persist_position_of_unknown_session_is_404(client):
 
 
 def test_persist_position_refuses_get(client, tmp_path):
-    session = imported(tmp_path, "v3_branching_labels.jsonl")
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
 
     assert client.get(f"/s/{session.session_id}/persist-position/").status_code == 405
 
 
 def test_persist_position_enforces_csrf(tmp_path):
-    session = imported(tmp_path, "v3_branching_labels.jsonl")
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
     browser = Client(enforce_csrf_checks=True)
     url = f"/s/{session.session_id}/persist-position/"
 
