@@ -168,8 +168,10 @@ def database_config(*, base_dir: Path, environ: Mapping[str, str] | None = None)
 
 
 def channel_layers_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """In-memory channel layer (one process) unless ARBOR_REDIS_URL points at a Redis server."""
+    """In-memory channel layer (one process) unless ARBOR_REDIS_URL (or REDIS_URL) names a Redis server."""
     url = _raw("ARBOR_REDIS_URL", environ)
+    if url is None:
+        url = _raw("REDIS_URL", environ)
     if url is None:
         return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     try:

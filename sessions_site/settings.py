@@ -123,6 +123,26 @@ ARBOR_UPLOAD_DIR = ARBOR_DATA_DIR / "uploads"
 # Opt-in: entries Arbor appends are also appended to the agent's own file (only while it is unchanged).
 ARBOR_WRITE_BACK = env.get_bool("ARBOR_WRITE_BACK", False)
 
+# Branch summaries (§13.4): "digest" (built in, offline, the default), "openai" (any OpenAI-compatible Chat
+# Completions server: OpenAI, vLLM, Ollama, llama.cpp, LM Studio), "anthropic" (the Messages API), or "none".
+ARBOR_LLM_PROVIDER = env.get_str("ARBOR_LLM_PROVIDER", "digest").strip().lower()
+ARBOR_LLM_BASE_URL = env.get_str("ARBOR_LLM_BASE_URL", "")
+ARBOR_LLM_MODEL = env.get_str("ARBOR_LLM_MODEL", "")
+ARBOR_LLM_API_KEY = env.get_str("ARBOR_LLM_API_KEY", "")
+# The model's context window: the summarized conversation gets this minus the reserve (§13.4).
+ARBOR_LLM_CONTEXT_WINDOW = env.get_int("ARBOR_LLM_CONTEXT_WINDOW", 128000, minimum=1024)
+# Seconds to wait for the model to connect and between two streamed chunks.
+ARBOR_LLM_TIMEOUT = env.get_int("ARBOR_LLM_TIMEOUT", 60, minimum=1)
+
+# Extensions (§16): dotted paths of modules (or callables) whose register(runner) adds hook handlers.
+ARBOR_EXTENSIONS = env.get_list("ARBOR_EXTENSIONS", [])
+# Seconds one extension handler may take before it is stopped and logged.
+ARBOR_EXTENSION_TIMEOUT = env.get_int("ARBOR_EXTENSION_TIMEOUT", 30, minimum=1)
+# What a double Escape on the session page opens: "tree" (the navigator), "branch" (the picker) or "none".
+ARBOR_DOUBLE_ESCAPE_ACTION = env.get_str("ARBOR_DOUBLE_ESCAPE_ACTION", "tree").strip().lower()
+if ARBOR_DOUBLE_ESCAPE_ACTION not in ("tree", "branch", "none"):
+    raise ImproperlyConfigured("ARBOR_DOUBLE_ESCAPE_ACTION must be tree, branch or none")
+
 # Session content is hostile input: a strict Content-Security-Policy, no inline script or style, nothing from
 # elsewhere. Inline images of a conversation come as data: URLs (validated PNG/JPEG/GIF/WebP only).
 CONTENT_SECURITY_POLICY = {

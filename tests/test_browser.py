@@ -1,57 +1,25 @@
-"""Real-browser tests of the session page: Playwright driving Debian's Chromium against a live daphne server.
-
-The server runs in a subprocess on a free port with its own data directory (a fresh SQLite database, migrated,
-with the fixtures imported), so these tests need no database of the test process and run the same whichever
-database the rest of the suite uses.
-"""
+"""Real-browser tests of the session page: Playwright driving Debian's Chromium against a live daphne server
+(see ``tests/browser.py``)."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Dialog, Page, expect, sync_playwright
+from playwright.sync_api import Dialog, Page, expect
 
+from tests.browser import BROWSER_MARKS, live_server
 from tests.reference import DATA
 
-CHROMIUM = "/usr/bin/chromium"
+pytestmark = BROWSER_MARKS
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists(),
-        reason=f"{CHROMIUM} is missing (apt-get install chromium; .ci/run installs it)",
-    ),
-]
-
-REPO = Path(__file__).resolve().parent.parent
 BRANCHING_SID = "0196b4f0-6c2e-7a31-9f0e-3c5d2a1b4e77"
 XSS_SID = "xss-browser-session"
 PAYLOAD = '<script>alert("x")</script><img src=x onerror=alert(1)>'
-# The flags Chromium needs as root on a machine with no screen and a closed network.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-TIMEOUT_MS = 10_000
-BENIGN_CONSOLE_ERRORS = ("Failed to load resource", "htmx:sendAbort", "htmx:afterRequest")
 
 
 def _entry(entry_id: str, parent: str | None, second: int, **fields: object) -> dict[str, object]:
@@ -123,24 +91,6 @@ def write_hostile_session(path: Path) -> None:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_until_serving(url: str, process: subprocess.Popen[bytes], deadline: float) -> None:
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"daphne exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            time.sleep(0.1)
-    raise RuntimeError(f"daphne did not answer {url} in time")
-
-
 @pytest.fixture(scope="module")
 def live_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """daphne serving a fresh data directory with the branching fixture and the hostile session imported."""
@@ -149,73 +99,8 @@ def live_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     sessions.mkdir()
     shutil.copyfile(DATA / "handmade" / "v3_branching_labels.jsonl", sessions / "v3_branching_labels.jsonl")
     write_hostile_session(sessions / "xss.jsonl")
-    env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
-    env.update(
-        ARBOR_DB="sqlite",
-        ARBOR_DATA_DIR=str(root / "data"),
-        ARBOR_SESSION_DIRS=str(root / "no-agent-dirs"),
-        ARBOR_WRITE_BACK="0",
-        DJANGO_SETTINGS_MODULE="sessions_site.settings",
-        PYTHONUNBUFFERED="1",
-    )
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v", "0"], cwd=REPO, env=env, check=True, timeout=120)
-    subprocess.run(
-        [*manage, "import_sessions", "-q", str(sessions)], cwd=REPO, env=env, check=True, timeout=120
-    )
-    port = _free_port()
-    log = (root / "daphne.log").open("wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "daphne",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "sessions_site.asgi:application",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_serving(url + "/", process, time.monotonic() + 30)
+    with live_server(root, sessions) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context()
-    context.set_default_timeout(TIMEOUT_MS)
-    tab = context.new_page()
-    # Script errors and htmx error events (a failed swap) fail the test. Not errors: the missing favicon, and
-    # a request aborted by a newer one (hx-sync "replace"), which htmx logs as sendAbort + afterRequest.
-    errors: list[str] = []
-    tab.on("pageerror", lambda error: errors.append(str(error)))
-    tab.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    yield tab
-    context.close()
-    assert [error for error in errors if not error.startswith(BENIGN_CONSOLE_ERRORS)] == [], errors
 
 
 def open_session(page: Page, base: str, session_id: str, query: str = "") -> None:
