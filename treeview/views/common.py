@@ -1,0 +1,89 @@
+"""What every view needs: finding the session a URL names, its action links, and reading htmx requests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.db.models import Count
+from django.http import Http404, HttpRequest
+from django.urls import NoReverseMatch, reverse
+
+from treeview.forms import (
+    CopyForm,
+)
+from treeview.models import AgentSession
+
+
+@dataclass(frozen=True)
+class SessionLinks:
+    """Where a session's actions live; ``None`` when its id cannot be put in a URL (an empty id)."""
+
+    detail: str | None
+    download: str | None
+    download_branch: str | None
+    persist: str | None
+
+
+def reverse_or_none(name: str, query: str, **kwargs: str) -> str | None:
+    try:
+        return reverse(name, kwargs=kwargs) + query
+    except NoReverseMatch:
+        return None
+
+
+def session_links(session: AgentSession, *, pick_copy: bool) -> SessionLinks:
+    """The URLs of a session's actions; ``pick_copy`` names this copy when its session id is shared."""
+    query = f"?copy={session.pk}" if pick_copy else ""
+    sid = session.session_id
+    return SessionLinks(
+        detail=reverse_or_none("treeview:session_detail", query, session_id=sid),
+        download=reverse_or_none("treeview:download_session", query, session_id=sid),
+        download_branch=(
+            reverse_or_none("treeview:download_branch", query, session_id=sid, entry_id=session.leaf_id)
+            if session.leaf_id
+            else None
+        ),
+        persist=(
+            reverse_or_none("treeview:persist_position", query, session_id=sid) if session.leaf_id else None
+        ),
+    )
+
+
+def shared_ids(session_ids: Iterable[str]) -> set[str]:
+    """Which of these session ids are imported more than once (two files of one session)."""
+    shared = (
+        AgentSession.objects.filter(session_id__in=set(session_ids))
+        .values("session_id")
+        .annotate(copies=Count("id"))
+        .filter(copies__gt=1)
+        .values_list("session_id", flat=True)
+    )
+    return set(shared)
+
+
+def session_or_404(request: HttpRequest, session_id: str) -> AgentSession:
+    """The session with this header id: the copy ``?copy=<pk>`` names, else the one synced last."""
+    form = CopyForm(request.GET)
+    if not form.is_valid():
+        raise Http404("malformed copy")
+    copy = form.cleaned_data["copy"]
+    if copy is not None:
+        session = AgentSession.objects.filter(session_id=session_id, pk=copy).first()
+    else:
+        session = AgentSession.objects.by_session_id(session_id)
+    if session is None:
+        raise Http404("no imported session has this id")
+    return session
+
+
+def copy_param(request: HttpRequest) -> int | None:
+    form = CopyForm(request.GET)
+    return form.cleaned_data["copy"] if form.is_valid() else None
+
+
+def htmx_target(request: HttpRequest) -> str | None:
+    htmx = getattr(request, "htmx", None)
+    if not htmx or htmx.history_restore_request:
+        return None
+    return str(htmx.target or "")

@@ -1,0 +1,308 @@
+"""The session page: the tree, the conversation, labels, the Context tab and long blocks on demand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+from urllib.parse import urlencode
+
+import orjson
+from django.core.exceptions import BadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.vary import vary_on_headers
+
+from treeview import context_tab, explorer
+from treeview.forms import (
+    LabelForm,
+    SessionViewForm,
+)
+from treeview.models import AgentSession
+from treeview.render import full_block_text, render_full_text
+from treeview.services import append
+from treeview.session.selector import FILTER_MODES, FilterMode, Row
+from treeview.views.common import copy_param, htmx_target, reverse_or_none, session_links, session_or_404
+
+# -- the session page --------------------------------------------------------------------------------------
+
+DETAIL_TEMPLATE = "treeview/session_detail.html"
+
+
+@dataclass(frozen=True)
+class PageState:
+    """What the session page shows: the parsed query, resolved against the session's tree."""
+
+    session: AgentSession
+    mode: FilterMode
+    query: str
+    leaf_id: str | None  # the leaf the tree is drawn for
+    leaf_param: str  # ``leafId`` as given ("" for the stored leaf)
+    target_id: str | None
+    start: int | None
+    end: int | None
+    copy: int | None
+
+    def url(self, **changes: Any) -> str:
+        """This page's address with some parameters changed (``None`` drops one); defaults are left out."""
+        params: dict[str, Any] = {
+            "copy": self.copy,
+            "filter": None if self.mode == "default" else self.mode,
+            "q": self.query or None,
+            "leafId": self.leaf_param or None,
+            "targetId": self.target_id,
+        }
+        params.update(changes)
+        query = urlencode({key: value for key, value in params.items() if value is not None and value != ""})
+        base = reverse("treeview:session_detail", kwargs={"session_id": self.session.session_id})
+        return f"{base}?{query}" if query else base
+
+
+def _page_state(request: HttpRequest, session: AgentSession) -> tuple[PageState, explorer.ExplorerTree]:
+    """The page's query, checked against the session: unknown ``leafId``/``targetId`` are a 404."""
+    form = SessionViewForm(request.GET)
+    if not form.is_valid():
+        if "leafId" in form.errors or "targetId" in form.errors:
+            raise Http404("no entry with this id in the session")
+        raise BadRequest("malformed query")
+    data = form.cleaned_data
+    stored = explorer.explorer_tree(session, session.leaf_id)
+    leaf_param = data["leafId"] or ""
+    if leaf_param and leaf_param not in stored.flat.by_id:
+        raise Http404("no entry with this id in the session")
+    target = data["targetId"] or None
+    if target is not None and target not in stored.flat.by_id:
+        raise Http404("no entry with this id in the session")
+    leaf_id = leaf_param or session.leaf_id
+    tree = stored if leaf_id == session.leaf_id else explorer.explorer_tree(session, leaf_id)
+    state = PageState(
+        session=session,
+        mode=cast(FilterMode, data["filter"]),
+        query=data["q"],
+        leaf_id=leaf_id,
+        leaf_param=leaf_param,
+        target_id=target,
+        start=data["start"],
+        end=data["end"],
+        copy=copy_param(request),
+    )
+    return state, tree
+
+
+@dataclass(frozen=True)
+class RowItem:
+    row: Row
+    url: str
+    prefix: str
+
+
+@dataclass(frozen=True)
+class EntryItem:
+    entry: explorer.ConversationEntry
+    permalink: str
+    previous_url: str | None
+    next_url: str | None
+
+
+def _detail_context(request: HttpRequest, state: PageState, tree: explorer.ExplorerTree) -> dict[str, Any]:
+    window = explorer.tree_window(tree, state.mode, state.query, state.target_id, state.start)
+    selected = window.selected_id if state.target_id is None else state.target_id
+    session = state.session
+    pick_copy = state.copy is not None
+    parent = session.parent()
+    node = tree.flat.by_id.get(selected)
+    return {
+        "session": session,
+        "state": state,
+        "window": window,
+        "rows": [RowItem(row, state.url(targetId=row.id), row.prefix()) for row in window.rows],
+        "earlier_url": state.url(start=window.earlier_start) if window.earlier else None,
+        "later_url": state.url(start=window.end) if window.later else None,
+        "page_url": state.url(),
+        # The entry asked for (the conversation and the label form), and the row the tree selects for it.
+        "selected_id": selected,
+        "tree_selected_id": window.selected_id,
+        "filter_modes": FILTER_MODES,
+        "links": session_links(session, pick_copy=pick_copy),
+        "branch_download": (
+            reverse_or_none(
+                "treeview:download_branch",
+                f"?copy={session.pk}" if pick_copy else "",
+                session_id=session.session_id,
+                entry_id=selected,
+            )
+            if selected
+            else None
+        ),
+        "parent": parent,
+        "parent_links": session_links(parent, pick_copy=False) if parent is not None else None,
+        "label_value": (node.node.label or "") if node is not None else "",
+        "oob": False,
+        "context_tab_url": state.url(tab="context", end=None),
+        "context_fragment_url": _context_url(state),
+    }
+
+
+def _conversation_context(context: dict[str, Any], tree: explorer.ExplorerTree) -> dict[str, Any]:
+    state: PageState = context["state"]
+    page = explorer.conversation_page(state.session, tree, context["selected_id"], state.end)
+    items = []
+    for entry in page.entries:
+        siblings = entry.siblings
+        items.append(
+            EntryItem(
+                entry,
+                state.url(targetId=entry.entry_id),
+                state.url(targetId=siblings.previous_id) if siblings and siblings.previous_id else None,
+                state.url(targetId=siblings.next_id) if siblings and siblings.next_id else None,
+            )
+        )
+    return {
+        **context,
+        "conversation": page,
+        "entries": items,
+        "conversation_earlier_url": state.url(end=page.earlier_end) if page.earlier else None,
+        "conversation_later_url": state.url(end=page.later_end) if page.later else None,
+    }
+
+
+def _render_detail(request: HttpRequest, state: PageState, tree: explorer.ExplorerTree) -> HttpResponse:
+    context = _detail_context(request, state, tree)
+    target = htmx_target(request)
+    if target is None:
+        return TemplateResponse(request, DETAIL_TEMPLATE, _conversation_context(context, tree))
+    if target == "conversation":
+        pane = _conversation_context(context, tree)
+        return TemplateResponse(request, DETAIL_TEMPLATE + "#conversation", pane)
+    if target == "tree" and state.start is not None:
+        # Scrolling the tree window: the conversation stays as it is.
+        return TemplateResponse(request, DETAIL_TEMPLATE + "#tree", context)
+    # A new selection, filter or search: the tree, and the conversation swapped out of band.
+    tree_html = render_to_string(DETAIL_TEMPLATE + "#tree", context, request)
+    pane_context = {**_conversation_context(context, tree), "oob": True}
+    pane_html = render_to_string(DETAIL_TEMPLATE + "#conversation", pane_context, request)
+    return HttpResponse(tree_html + pane_html)
+
+
+@require_safe
+@vary_on_headers("HX-Request")
+def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
+    """The tree of a session and the conversation of the selected entry (deep links as pi's HTML export)."""
+    session = session_or_404(request, session_id)
+    state, tree = _page_state(request, session)
+    response = _render_detail(request, state, tree)
+    # The Context tab without JavaScript (or a shared link to it): the same page with the tab open.
+    opened = request.GET.get("tab") == "context" and htmx_target(request) is None
+    if opened and isinstance(response, TemplateResponse) and response.context_data is not None:
+        response.context_data.update(_context_tab_context(state, tree))
+    return response
+
+
+@require_POST
+@vary_on_headers("HX-Request")
+def set_label(request: HttpRequest, session_id: str) -> HttpResponse:
+    """Label the entry (an empty label clears it), then show the tree again (no JS: redirect back)."""
+    session = session_or_404(request, session_id)
+    form = LabelForm(request.POST)
+    if not form.is_valid():
+        raise BadRequest("malformed label form")
+    data = form.cleaned_data
+    try:
+        append.set_label(session, data["target_id"], data["label"])
+    except append.UnknownEntry:
+        raise Http404("no entry with this id in the session") from None
+    except append.WriteBackRefused as error:
+        return HttpResponse(f"Label not saved: {error}", status=409, content_type="text/plain")
+    session.refresh_from_db()
+    state = PageState(
+        session=session,
+        mode=cast(FilterMode, data["filter"] or "default"),
+        query=data["q"],
+        leaf_id=data["leafId"] or session.leaf_id,
+        leaf_param=data["leafId"] or "",
+        target_id=data["target_id"],
+        start=None,
+        end=None,
+        copy=copy_param(request),
+    )
+    if htmx_target(request) is None:
+        return HttpResponseRedirect(state.url())
+    tree = explorer.explorer_tree(session, state.leaf_id)
+    if state.leaf_id is not None and state.leaf_id not in tree.flat.by_id:
+        raise Http404("no entry with this id in the session")
+    return TemplateResponse(request, DETAIL_TEMPLATE + "#tree", _detail_context(request, state, tree))
+
+
+# -- the context tab ---------------------------------------------------------------------------------------
+
+CONTEXT_TEMPLATE = "treeview/_context.html"
+
+
+def _context_url(state: PageState, **changes: Any) -> str:
+    """The context fragment's address for this page state (``copy``, ``leafId``, ``targetId``, ``end``)."""
+    params: dict[str, Any] = {
+        "copy": state.copy,
+        "leafId": state.leaf_param or None,
+        "targetId": state.target_id,
+    }
+    params.update(changes)
+    query = urlencode({key: value for key, value in params.items() if value is not None and value != ""})
+    base = reverse("treeview:session_context", kwargs={"session_id": state.session.session_id})
+    return f"{base}?{query}" if query else base
+
+
+def _context_tab_context(state: PageState, tree: explorer.ExplorerTree) -> dict[str, Any]:
+    """The Context tab's data: the LLM context at the target (default: the leaf), one page of its cards."""
+    target = state.target_id or state.leaf_id
+    llm = context_tab.llm_context(state.session, tree, target)
+    cards, start, stop = llm.page(state.end)
+    later = min(len(llm.cards), stop + context_tab.CONTEXT_PAGE)
+    return {
+        "llm_page_url": state.url(),
+        "llm": llm,
+        "llm_cards": cards,
+        "llm_start": start,
+        "llm_stop": stop,
+        "llm_earlier_url": _context_url(state, end=start) if start else None,
+        "llm_earlier_link": state.url(tab="context", end=start) if start else None,
+        "llm_later_url": _context_url(state, end=later) if stop < len(llm.cards) else None,
+        "llm_later_link": state.url(tab="context", end=later) if stop < len(llm.cards) else None,
+        "llm_later": len(llm.cards) - stop,
+    }
+
+
+@require_safe
+@vary_on_headers("HX-Request")
+def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
+    """The Context tab: exactly what the LLM would receive at ``targetId`` (default: the leaf); htmx gets
+    the fragment, a plain request the session page with the tab open."""
+    session = session_or_404(request, session_id)
+    state, tree = _page_state(request, session)
+    tab = _context_tab_context(state, tree)
+    if htmx_target(request) is not None:
+        return TemplateResponse(
+            request, CONTEXT_TEMPLATE + "#context", {"session": session, "state": state, **tab}
+        )
+    response = _render_detail(request, state, tree)
+    if isinstance(response, TemplateResponse) and response.context_data is not None:
+        response.context_data.update(tab)
+    return response
+
+
+@require_safe
+def entry_block(request: HttpRequest, session_id: str, entry_id: str, index: int) -> HttpResponse:
+    """The whole text of one block of an entry (a long output shown cut on the page), loaded on demand."""
+    session = session_or_404(request, session_id)
+    row = session.entries.filter(entry_id=entry_id).exclude(type="session").order_by("-seq").first()
+    if row is None:
+        raise Http404("no entry with this id in the session")
+    try:
+        entry = orjson.loads(row.raw)
+    except orjson.JSONDecodeError:
+        raise Http404("this entry cannot be read") from None
+    text = full_block_text(entry, index) if isinstance(entry, dict) else None
+    if text is None:
+        raise Http404("no such block")
+    return HttpResponse(render_full_text(text))

@@ -1,0 +1,89 @@
+"""Downloads: the whole session file, or a new session file of one branch."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.utils.http import content_disposition_header
+from django.views.decorators.http import require_safe
+
+from treeview.models import AgentSession
+from treeview.services.export import export_branch, export_lines
+from treeview.session.session_manager import EntryNotFound
+from treeview.views.common import session_or_404
+
+NDJSON = "application/x-ndjson"
+# Downloads go out in pieces of about this many characters (a session file can be hundreds of MB).
+DOWNLOAD_CHUNK = 256 * 1024
+# import_upload stores an upload as "<name>-<12 hex digits of its sha256>.jsonl".
+UPLOAD_DIGEST_SUFFIX = re.compile(r"-[0-9a-f]{12}(\.jsonl)$")
+
+
+# -- downloads ---------------------------------------------------------------------------------------------
+
+
+def download_name(session: AgentSession) -> str:
+    """The source file's name (without the digest an upload was stored under), or ``<session id>.jsonl``."""
+    if session.source_path:
+        path = Path(session.source_path)
+        name = path.name
+        if path.parent == Path(settings.ARBOR_UPLOAD_DIR).resolve():
+            name = UPLOAD_DIGEST_SUFFIX.sub(r"\1", name)
+        if name.endswith(".jsonl") and len(name) > len(".jsonl"):
+            return name
+    return f"{session.session_id or 'session'}.jsonl"
+
+
+def _encoded(pieces: Iterator[str]) -> Iterator[bytes]:
+    """UTF-8 chunks of about DOWNLOAD_CHUNK characters (one per database batch, not one per line)."""
+    buffer: list[str] = []
+    size = 0
+    for piece in pieces:
+        buffer.append(piece)
+        size += len(piece)
+        if size >= DOWNLOAD_CHUNK:
+            yield "".join(buffer).encode("utf-8", errors="surrogatepass")
+            buffer, size = [], 0
+    if buffer:
+        yield "".join(buffer).encode("utf-8", errors="surrogatepass")
+
+
+async def _async_chunks(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    # Under ASGI, Django would read a synchronous iterator whole into memory before sending it; this one
+    # fetches the next chunk (a database query now and then) in the thread the sync ORM uses.
+    take = sync_to_async(next, thread_sensitive=True)
+    while True:
+        chunk = await take(chunks, None)
+        if chunk is None:
+            return
+        yield chunk
+
+
+@require_safe
+def download_session(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
+    """The session file as imported (byte for byte), followed by the entries Arbor appended."""
+    session = session_or_404(request, session_id)
+    chunks = _encoded(export_lines(session))
+    content = _async_chunks(chunks) if isinstance(request, ASGIRequest) else chunks
+    response = StreamingHttpResponse(content, content_type=NDJSON)
+    response["Content-Disposition"] = content_disposition_header(True, download_name(session))
+    return response
+
+
+@require_safe
+def download_branch(request: HttpRequest, session_id: str, entry_id: str) -> HttpResponse:
+    """A new session file holding the path root → ``entry_id``, as ``/branch`` writes it."""
+    session = session_or_404(request, session_id)
+    try:
+        name, text = export_branch(session, entry_id)
+    except EntryNotFound:
+        raise Http404("no entry with this id in the session") from None
+    response = HttpResponse(text.encode("utf-8", errors="surrogatepass"), content_type=NDJSON)
+    response["Content-Disposition"] = content_disposition_header(True, name)
+    return response

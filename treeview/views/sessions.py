@@ -1,0 +1,260 @@
+"""The session list: projects and sessions, uploads, and the position marker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.core.paginator import Page, Paginator
+from django.db.models import F, OuterRef, Subquery
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from treeview.forms import (
+    UPLOAD_FIELD,
+    ListPageForm,
+    SessionUploadHandler,
+    UploadForm,
+)
+from treeview.models import AgentSession, ImportIssue
+from treeview.services import append
+from treeview.services.sync import SyncResult, import_upload
+from treeview.views.common import (
+    SessionLinks,
+    session_links,
+    session_or_404,
+    shared_ids,
+)
+
+SESSIONS_PER_PAGE = 50
+IMPORT_ISSUES_SHOWN = 100
+WARNINGS_SHOWN = 50
+
+LIST_TEMPLATE = "treeview/session_list.html"
+
+
+# -- the session list --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    session: AgentSession
+    links: SessionLinks
+    parent: AgentSession | None = None
+    parent_links: SessionLinks | None = None
+
+    @property
+    def warnings_shown(self) -> list[dict[str, Any]]:
+        return list(self.session.warnings[:WARNINGS_SHOWN])
+
+    @property
+    def warnings_hidden(self) -> int:
+        return max(0, len(self.session.warnings) - WARNINGS_SHOWN)
+
+
+@dataclass(frozen=True)
+class ProjectGroup:
+    cwd: str
+    rows: list[SessionRow]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A one-off message at the top of the list (the project does not use django.contrib.messages)."""
+
+    text: str
+    error: bool = False
+
+
+@dataclass
+class UploadOutcome:
+    """One uploaded file: new, updated, unchanged or failed (with the reason)."""
+
+    name: str
+    status: str
+    reason: str = ""
+    row: SessionRow | None = None
+    entries_added: int = 0
+    warnings: int = 0
+
+
+@dataclass
+class ListExtras:
+    notice: Notice | None = None
+    upload_results: list[UploadOutcome] = field(default_factory=list)
+
+
+def _listed_sessions() -> Any:
+    """Every session, grouped by project (cwd), the project with the latest activity first, newest first."""
+    latest_in_project = (
+        AgentSession.objects.filter(cwd=OuterRef("cwd"))
+        .order_by(F("last_timestamp").desc(nulls_last=True))
+        .values("last_timestamp")[:1]
+    )
+    return (
+        AgentSession.objects.defer("header_raw", "prefix_raw", "title_slot_raw", "tail_raw", "pending_raw")
+        .annotate(project_last=Subquery(latest_in_project))
+        .order_by(
+            F("project_last").desc(nulls_last=True),
+            "cwd",
+            F("last_timestamp").desc(nulls_last=True),
+            "-id",
+        )
+    )
+
+
+def _rows(sessions: list[AgentSession]) -> list[SessionRow]:
+    shared = shared_ids(session.session_id for session in sessions)
+    rows = []
+    for session in sessions:
+        # Only a few sessions are forks, so resolving their parents one by one stays cheap.
+        parent = session.parent() if session.parent_session else None
+        rows.append(
+            SessionRow(
+                session=session,
+                links=session_links(session, pick_copy=session.session_id in shared),
+                parent=parent,
+                parent_links=(
+                    session_links(parent, pick_copy=parent.session_id in shared_ids([parent.session_id]))
+                    if parent is not None
+                    else None
+                ),
+            )
+        )
+    return rows
+
+
+def _groups(page: Page[AgentSession]) -> list[ProjectGroup]:
+    groups: list[ProjectGroup] = []
+    for row in _rows(list(page.object_list)):
+        if not groups or groups[-1].cwd != row.session.cwd:
+            groups.append(ProjectGroup(row.session.cwd, []))
+        groups[-1].rows.append(row)
+    return groups
+
+
+def _template(request: HttpRequest) -> str:
+    htmx = getattr(request, "htmx", None)
+    if htmx and not htmx.history_restore_request:
+        return LIST_TEMPLATE + "#session-list"
+    return LIST_TEMPLATE
+
+
+def _render_list(
+    request: HttpRequest, page_number: int, extras: ListExtras | None = None, *, status: int = 200
+) -> TemplateResponse:
+    page = Paginator(_listed_sessions(), SESSIONS_PER_PAGE).get_page(page_number)
+    issues = ImportIssue.objects.order_by("-seen_at", "source_path")
+    context = {
+        "page_obj": page,
+        "groups": _groups(page),
+        "issues": issues[:IMPORT_ISSUES_SHOWN],
+        "issue_count": issues.count(),
+        "write_back": settings.ARBOR_WRITE_BACK,
+        "upload_form": UploadForm(),
+        "upload_max_mb": settings.ARBOR_UPLOAD_MAX_MB,
+        "upload_max_files": settings.DATA_UPLOAD_MAX_NUMBER_FILES,
+        "extras": extras or ListExtras(),
+    }
+    return TemplateResponse(request, _template(request), context, status=status)
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def session_list(request: HttpRequest) -> TemplateResponse:
+    return _render_list(request, ListPageForm(request.GET).page_number())
+
+
+# -- upload ------------------------------------------------------------------------------------------------
+
+
+def _outcome(name: str, result: SyncResult) -> UploadOutcome:
+    if result.status == "failed" or result.session is None:
+        return UploadOutcome(name, "failed", result.error or "the file could not be imported")
+    session = result.session
+    if result.status == "new":
+        status = "new"
+    elif result.entries_added or result.entries_removed:
+        status = "updated"
+    else:
+        # The same bytes again (import_upload stores identical content under the same name).
+        status = "unchanged"
+    row = SessionRow(session, session_links(session, pick_copy=bool(shared_ids([session.session_id]))))
+    return UploadOutcome(
+        name, status, row=row, entries_added=result.entries_added, warnings=len(result.warnings)
+    )
+
+
+def _import_uploads(handler: SessionUploadHandler, files: list[UploadedFile]) -> list[UploadOutcome]:
+    stored = iter(files)
+    outcomes = []
+    for part in handler.parts:
+        upload = None if part.skipped else next(stored, None)
+        if part.refusal is not None:
+            outcomes.append(UploadOutcome(part.name, "failed", part.refusal))
+        elif upload is None:
+            outcomes.append(UploadOutcome(part.name, "failed", "the file did not arrive whole"))
+        elif upload.size is not None and upload.size > handler.max_bytes:
+            outcomes.append(
+                UploadOutcome(part.name, "failed", f"too big: over the {handler.max_mb} MB limit")
+            )
+        else:
+            try:
+                result = import_upload(part.name, upload.chunks())
+            except OSError as error:
+                outcomes.append(UploadOutcome(part.name, "failed", f"could not store the upload: {error}"))
+            else:
+                outcomes.append(_outcome(part.name, result))
+    return outcomes
+
+
+# The CSRF check reads the body, so it runs in _checked_upload, after the size-limiting handler is in place
+# (Django's documented pattern for changing upload handlers in a view).
+@csrf_exempt
+@require_POST
+@vary_on_headers("HX-Request")
+def upload(request: HttpRequest) -> TemplateResponse:
+    handler = SessionUploadHandler(request, settings.ARBOR_UPLOAD_MAX_MB)
+    request.upload_handlers.insert(0, handler)
+    return _checked_upload(request, handler)
+
+
+@csrf_protect
+def _checked_upload(request: HttpRequest, handler: SessionUploadHandler) -> TemplateResponse:
+    files = request.FILES.getlist(UPLOAD_FIELD)
+    if not handler.parts:
+        extras = ListExtras(notice=Notice("Choose one or more .jsonl session files to upload.", error=True))
+        return _render_list(request, 1, extras, status=400)
+    return _render_list(request, 1, ListExtras(upload_results=_import_uploads(handler, files)))
+
+
+# -- the position marker -----------------------------------------------------------------------------------
+
+
+@require_POST
+@vary_on_headers("HX-Request")
+def persist_position(request: HttpRequest, session_id: str) -> TemplateResponse:
+    """Append the marker that makes the agent resume at Arbor's leaf (the agent takes the last line)."""
+    session = session_or_404(request, session_id)
+    page = ListPageForm(request.POST).page_number()
+    title = session.display_title
+    if session.leaf_id is None:
+        notice = Notice(f"“{title}” has no entries yet: there is no position to persist.", error=True)
+        return _render_list(request, page, ListExtras(notice=notice), status=409)
+    leaf = session.leaf_id
+    try:
+        marker = append.persist_position(session)
+    except append.WriteBackRefused as error:
+        notice = Notice(f"Position not persisted for “{title}”: {error}", error=True)
+        return _render_list(request, page, ListExtras(notice=notice), status=409)
+    if marker.in_file:
+        where = "appended to the agent's file: it resumes there"
+    else:
+        where = "in Arbor's copy and the downloaded file (write-back is off: the agent's file is unchanged)"
+    notice = Notice(f"Position persisted for “{title}”: marker {marker.entry_id} at entry {leaf}, {where}.")
+    return _render_list(request, page, ListExtras(notice=notice))
