@@ -11,9 +11,9 @@ A tree move never writes anything unless a branch summary is hung at the destina
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .branch_summary import (
     DEFAULT_RESERVE_TOKENS,
@@ -45,10 +45,14 @@ __all__ = [
     "NavigateResult",
     "NavigationError",
     "NavigationPlan",
+    "NavigationSource",
     "NoModelForSummary",
+    "SummaryDecision",
     "UserMessageChoice",
+    "abandoned_ids",
     "branch_from_user_message",
     "collect_entries_for_branch_summary",
+    "decide_summary",
     "extract_user_message_text",
     "navigate_tree",
     "prepare_navigation",
@@ -103,6 +107,8 @@ class NavigationPlan:
     entries_to_summarize: list[Entry]
     #: The target is the current leaf: navigation does nothing at all.
     is_noop: bool = False
+    #: The ids of ``entries_to_summarize`` (known even when the entries were not loaded).
+    abandoned_ids: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -165,45 +171,58 @@ def extract_user_message_text(content: Any) -> str:
     return ""
 
 
-def collect_entries_for_branch_summary(
-    manager: SessionManager, old_leaf_id: str | None, target_id: str
-) -> CollectResult:
-    """Entries between the old leaf and the common ancestor with ``target_id`` (§13.1).
+class NavigationSource(Protocol):
+    """What planning a move reads: a :class:`SessionManager`, or a database-backed view of a session."""
+
+    def get_leaf_id(self) -> str | None: ...
+
+    def get_entry(self, entry_id: str) -> Entry | None: ...
+
+    def path_ids(self, entry_id: str) -> list[str]:
+        """The ids root → ``entry_id`` through parent links; ``[]`` for an unknown id."""
+        ...
+
+    def get_entries(self, entry_ids: Sequence[str]) -> list[Entry]:
+        """The entries with these ids, in that order (all known)."""
+        ...
+
+
+def abandoned_ids(
+    source: NavigationSource, old_leaf_id: str | None, target_id: str
+) -> tuple[list[str], str | None]:
+    """The ids a move abandons, oldest first, and the deepest entry both paths share (§13.1).
 
     The common ancestor is the deepest entry of the *target's* path that is also on the old path (so a
-    target on the old path is its own common ancestor). The entries run from just below it to the old leaf,
-    oldest first, including compactions and labels. Linear in the path lengths; a cyclic parent chain is
-    walked once.
+    target on the old path is its own common ancestor). The abandoned entries run from just below it to the
+    old leaf, including compactions and labels. Linear in the path lengths.
     """
     if not old_leaf_id:
-        return CollectResult([], None)
-    old_path_ids = {entry.get("id") for entry in manager.get_branch(old_leaf_id)}
-    common_ancestor_id: str | None = None
-    for on_target_path in reversed(manager.get_branch(target_id)):
-        if on_target_path.get("id") in old_path_ids:
-            common_ancestor_id = on_target_path["id"]
-            break
-
-    collected: list[Entry] = []
-    seen: set[str] = set()
-    current: Any = old_leaf_id
-    while current and current != common_ancestor_id and current not in seen:
-        entry = manager.get_entry(current)
-        if entry is None:
-            break
-        seen.add(current)
-        collected.append(entry)
-        current = entry.get("parentId")
-    collected.reverse()
-    return CollectResult(collected, common_ancestor_id)
+        return [], None
+    old_path = source.path_ids(old_leaf_id)
+    positions = {entry_id: i for i, entry_id in enumerate(old_path)}
+    for on_target_path in reversed(source.path_ids(target_id)):
+        if on_target_path in positions:
+            return old_path[positions[on_target_path] + 1 :], on_target_path
+    return old_path, None
 
 
-def prepare_navigation(manager: SessionManager, target_id: str) -> NavigationPlan:
+def collect_entries_for_branch_summary(
+    source: NavigationSource, old_leaf_id: str | None, target_id: str
+) -> CollectResult:
+    """Entries between the old leaf and the common ancestor with ``target_id``, oldest first (§13.1)."""
+    ids, common_ancestor_id = abandoned_ids(source, old_leaf_id, target_id)
+    return CollectResult(source.get_entries(ids), common_ancestor_id)
+
+
+def prepare_navigation(
+    source: NavigationSource, target_id: str, *, load_entries: bool = True
+) -> NavigationPlan:
     """Work out a move to ``target_id`` without doing it (used by ``navigate`` previews and the CLI).
 
-    Raises :class:`EntryNotFound` for an unknown target. Moving to the current leaf is a no-op plan.
+    Raises :class:`EntryNotFound` for an unknown target. Moving to the current leaf is a no-op plan. With
+    ``load_entries=False`` only the abandoned ids are worked out (a move without a summary needs no more).
     """
-    old_leaf_id = manager.get_leaf_id()
+    old_leaf_id = source.get_leaf_id()
     if target_id == old_leaf_id:
         return NavigationPlan(
             target_id=target_id,
@@ -214,10 +233,10 @@ def prepare_navigation(manager: SessionManager, target_id: str) -> NavigationPla
             entries_to_summarize=[],
             is_noop=True,
         )
-    target = manager.get_entry(target_id)
+    target = source.get_entry(target_id)
     if target is None:
         raise EntryNotFound(target_id)
-    collected = collect_entries_for_branch_summary(manager, old_leaf_id, target_id)
+    ids, common_ancestor_id = abandoned_ids(source, old_leaf_id, target_id)
 
     new_leaf_id: str | None
     editor_text: str | None = None
@@ -237,8 +256,9 @@ def prepare_navigation(manager: SessionManager, target_id: str) -> NavigationPla
         # A falsy parentId ("" in a hand-edited file) is a root, as in the original's null checks.
         new_leaf_id=new_leaf_id or None,
         editor_text=editor_text,
-        common_ancestor_id=collected.common_ancestor_id,
-        entries_to_summarize=collected.entries,
+        common_ancestor_id=common_ancestor_id,
+        entries_to_summarize=source.get_entries(ids) if load_entries else [],
+        abandoned_ids=ids,
     )
 
 
@@ -273,6 +293,76 @@ def _hook_summary(result: Any) -> tuple[str, Any] | None:
     return (text if isinstance(text, str) else "", UNDEFINED if details is None else details)
 
 
+@dataclass(slots=True)
+class SummaryDecision:
+    """What :func:`decide_summary` settled: cancel the move, or go on with or without a summary text."""
+
+    cancelled: bool = False
+    aborted: bool = False
+    text: str | None = None
+    details: Any = UNDEFINED
+    from_extension: bool = False
+
+
+async def decide_summary(
+    plan: NavigationPlan,
+    *,
+    summarize: bool = False,
+    custom_instructions: str | None = None,
+    summarizer: Summarizer | None = None,
+    hooks: HookRunner | None = None,
+    signal: AbortSignal | None = None,
+    context_window: int | None = None,
+    reserve_tokens: int = DEFAULT_RESERVE_TOKENS,
+    count_tokens: TokenCounter | None = None,
+) -> SummaryDecision:
+    """Run ``session_before_tree`` and, if asked, the summarizer, for a planned move (§13.2 steps 3-5).
+
+    Nothing is written: the caller applies the decision. Raises :class:`NoModelForSummary` when a summary is
+    asked for without a summarizer and :class:`NavigationError` with the model's error text.
+    """
+    if summarize and summarizer is None:
+        raise NoModelForSummary()
+    signal = signal or AbortSignal()
+    hook_summary: tuple[str, Any] | None = None
+    if hooks is not None and hooks.has_handlers(SESSION_BEFORE_TREE):
+        preparation = TreePreparation(
+            target_id=plan.target_id,
+            old_leaf_id=plan.old_leaf_id,
+            common_ancestor_id=plan.common_ancestor_id,
+            entries_to_summarize=plan.entries_to_summarize,
+            user_wants_summary=summarize,
+        )
+        result = await hooks.emit(SessionBeforeTreeEvent(preparation=preparation, signal=signal))
+        if result_field(result, "cancel"):
+            return SummaryDecision(cancelled=True)
+        if summarize:
+            # An extension's summary counts only when the user asked for one, even for an empty branch.
+            hook_summary = _hook_summary(result)
+
+    if hook_summary is not None:
+        text, details = hook_summary
+        return SummaryDecision(text=text, details=details, from_extension=True)
+    if not (summarize and plan.entries_to_summarize):
+        return SummaryDecision()
+    assert summarizer is not None
+    generated = await generate_branch_summary(
+        plan.entries_to_summarize,
+        summarizer,
+        context_window=context_window,
+        reserve_tokens=reserve_tokens,
+        custom_instructions=custom_instructions,
+        signal=signal,
+        count_tokens=count_tokens,
+    )
+    if generated.aborted:
+        return SummaryDecision(cancelled=True, aborted=True)
+    if generated.error is not None:
+        raise NavigationError(generated.error)
+    details = {"readFiles": generated.read_files, "modifiedFiles": generated.modified_files}
+    return SummaryDecision(text=generated.summary, details=details)
+
+
 async def navigate_tree(
     manager: SessionManager,
     target_id: str,
@@ -300,7 +390,6 @@ async def navigate_tree(
         raise NoModelForSummary()
 
     plan = prepare_navigation(manager, target_id)
-    signal = signal or AbortSignal()
 
     def outcome(**kwargs: Any) -> NavigateResult:
         return NavigateResult(
@@ -309,50 +398,27 @@ async def navigate_tree(
             **kwargs,
         )
 
-    hook_summary: tuple[str, Any] | None = None
-    if hooks is not None and hooks.has_handlers(SESSION_BEFORE_TREE):
-        preparation = TreePreparation(
-            target_id=target_id,
-            old_leaf_id=old_leaf_id,
-            common_ancestor_id=plan.common_ancestor_id,
-            entries_to_summarize=plan.entries_to_summarize,
-            user_wants_summary=summarize,
-        )
-        result = await hooks.emit(SessionBeforeTreeEvent(preparation=preparation, signal=signal))
-        if result_field(result, "cancel"):
-            return outcome(cancelled=True, new_leaf_id=old_leaf_id)
-        if summarize:
-            # An extension's summary counts only when the user asked for one, even for an empty branch.
-            hook_summary = _hook_summary(result)
-
-    summary_text: str | None = None
-    details: Any = UNDEFINED
-    from_extension = False
-    if hook_summary is not None:
-        summary_text, details = hook_summary
-        from_extension = True
-    elif summarize and plan.entries_to_summarize:
-        assert summarizer is not None
-        generated = await generate_branch_summary(
-            plan.entries_to_summarize,
-            summarizer,
-            context_window=context_window,
-            reserve_tokens=reserve_tokens,
-            custom_instructions=custom_instructions,
-            signal=signal,
-            count_tokens=count_tokens,
-        )
-        if generated.aborted:
-            return outcome(cancelled=True, aborted=True, new_leaf_id=old_leaf_id)
-        if generated.error is not None:
-            raise NavigationError(generated.error)
-        summary_text = generated.summary
-        details = {"readFiles": generated.read_files, "modifiedFiles": generated.modified_files}
+    decision = await decide_summary(
+        plan,
+        summarize=summarize,
+        custom_instructions=custom_instructions,
+        summarizer=summarizer,
+        hooks=hooks,
+        signal=signal,
+        context_window=context_window,
+        reserve_tokens=reserve_tokens,
+        count_tokens=count_tokens,
+    )
+    if decision.cancelled:
+        return outcome(cancelled=True, aborted=decision.aborted, new_leaf_id=old_leaf_id)
 
     summary_entry: Entry | None = None
+    summary_text = decision.text
     if summary_text:
         # The summary hangs at the destination: a sibling of a re-edited user message, or a new root.
-        summary_id = manager.branch_with_summary(plan.new_leaf_id, summary_text, details, from_extension)
+        summary_id = manager.branch_with_summary(
+            plan.new_leaf_id, summary_text, decision.details, decision.from_extension
+        )
         summary_entry = manager.get_entry(summary_id)
     elif plan.new_leaf_id is None:
         manager.reset_leaf()
@@ -366,7 +432,7 @@ async def navigate_tree(
                 new_leaf_id=manager.get_leaf_id(),
                 old_leaf_id=old_leaf_id,
                 summary_entry=summary_entry,
-                from_extension=from_extension if summary_text else None,
+                from_extension=decision.from_extension if summary_text else None,
             )
         )
         # Handlers may have appended entries: report the context as it is now.

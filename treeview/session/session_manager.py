@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -322,6 +322,15 @@ class SessionManager:
             return []
         entries = self.entries
         return [entries[p] for p in reversed(self._path_positions(position))]
+
+    def path_ids(self, entry_id: str) -> list[str]:
+        """The ids of :meth:`get_branch` (``entry_id``'s path, root first)."""
+        return [entry["id"] for entry in self.get_branch(entry_id)]
+
+    def get_entries(self, entry_ids: Sequence[str]) -> list[Entry]:
+        """The entries with these ids, in that order (unknown ids are left out)."""
+        by_id = self.by_id
+        return [by_id[entry_id] for entry_id in entry_ids if entry_id in by_id]
 
     def get_last_model_change_role(self) -> str | None:
         for entry in reversed(self.get_branch()):
