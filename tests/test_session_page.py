@@ -425,3 +425,358 @@ def test_session_without_entries_shows_an_empty_tree(client: Client):
     html = client.get(page(session)).content.decode()
     assert "0 of 0 shown" in html and "No entries found" in html
     assert client.get(page(session), {"targetId": "x"}).status_code == 404
+
+
+# -- the reading pane's tabs and the Context tab following the selection -------------------------------------
+
+CUSTOM = "v3_custom_mode_ttsr.jsonl"
+
+
+def part(html: str, tag: str, element_id: str) -> str:
+    """The element ``<tag id="element_id" ...>...</tag>`` (none holds a nested element of its own tag)."""
+    match = re.search(rf'<{tag} id="{element_id}".*?</{tag}>', html, re.S)
+    assert match is not None, f"no #{element_id} in the answer"
+    return match.group(0)
+
+
+def tab(html: str, element_id: str) -> dict[str, str]:
+    match = re.search(rf'<a id="{element_id}"(.*?)>', part(html, "div", "pane-tabs"), re.S)
+    assert match is not None
+    return {name: unescape(value) for name, value in re.findall(r'([\w-]+)="([^"]*)"', match.group(1))}
+
+
+def row_links(html: str) -> list[str]:
+    tree = part(html, "section", "tree")
+    return [unescape(href) for href in re.findall(r'<li role="treeitem"[^>]*><a href="([^"]*)"', tree)]
+
+
+def test_tabs_are_a_tablist_whose_panels_are_the_conversation_and_the_context(client: Client, tmp_path: Path):
+    session = import_fixture(tmp_path, BRANCHING)
+    html = client.get(page(session), {"targetId": "b2000003"}).content.decode()
+    assert 'role="tablist"' in part(html, "div", "pane-tabs")
+    conversation, context = tab(html, "tab-conversation"), tab(html, "tab-context")
+    assert conversation["role"] == context["role"] == "tab"
+    assert (conversation["aria-selected"], context["aria-selected"]) == ("true", "false")
+    assert (conversation["aria-controls"], context["aria-controls"]) == ("conversation", "context")
+    assert 'role="tabpanel"' in re.search(r'<section id="conversation"[^>]*>', html).group(0)
+    # Real links: without JavaScript the tab is a page with (or without) tab=context.
+    assert "tab=context" in context["href"] and "targetId=b2000003" in context["href"]
+    assert "tab=" not in conversation["href"] and "targetId=b2000003" in conversation["href"]
+
+    opened = client.get(context["href"]).content.decode()
+    assert 'class="context-pane open"' in opened
+    assert 'role="tabpanel"' in re.search(r'<section id="context"[^>]*>', opened).group(0)
+    assert (
+        tab(opened, "tab-conversation")["aria-selected"],
+        tab(opened, "tab-context")["aria-selected"],
+    ) == (
+        "false",
+        "true",
+    )
+    # Every row of the tree keeps the tab open; the conversation's permalinks do not carry it.
+    links = row_links(opened)
+    assert links and all("tab=context" in link for link in links)
+    permalinks = re.findall(r'class="permalink" href="([^"]*)"', opened)
+    assert permalinks and not any("tab=" in link for link in permalinks)
+
+
+def test_selecting_an_entry_while_the_context_tab_is_open_swaps_in_its_context(
+    client: Client, tmp_path: Path
+):
+    session = import_fixture(tmp_path, BRANCHING)
+    params = {"targetId": "b2000003", "tab": "context", "filter": "all"}
+    response = client.get(page(session), params, headers={**HTMX, "HX-Target": "tree"})
+    html = response.content.decode()
+    assert html.lstrip().startswith('<section id="tree"')
+    context = part(html, "section", "context")
+    assert 'class="context-pane open"' in context and 'hx-swap-oob="true"' in context
+    assert 'data-target-id="b2000003"' in context
+    tabs = part(html, "div", "pane-tabs")
+    assert 'hx-swap-oob="true"' in tabs and tab(html, "tab-context")["aria-selected"] == "true"
+    assert all("tab=context" in link and "filter=all" in link for link in row_links(html))
+    # Another entry: another context.
+    params["targetId"] = "b2000002"
+    html = client.get(page(session), params, headers={**HTMX, "HX-Target": "tree"}).content.decode()
+    assert 'data-target-id="b2000002"' in part(html, "section", "context")
+
+
+def test_a_selection_without_the_tab_closes_a_stale_context(client: Client, tmp_path: Path):
+    session = import_fixture(tmp_path, BRANCHING)
+    html = client.get(page(session), {"targetId": "b2000003"}, headers={**HTMX, "HX-Target": "tree"}).content
+    html = html.decode()
+    context = part(html, "section", "context")
+    assert "hidden" in context and 'hx-swap-oob="true"' in context and "context-message" not in context
+    assert tab(html, "tab-conversation")["aria-selected"] == "true"
+    assert not any("tab=" in link for link in row_links(html))
+
+
+def test_opening_the_context_tab_with_htmx_brings_a_tree_that_keeps_it_open(client: Client, tmp_path: Path):
+    session = import_fixture(tmp_path, BRANCHING)
+    html = client.get(page(session), {"targetId": "b2000003", "filter": "all"}).content.decode()
+    fragment_url = tab(html, "tab-context")["hx-get"]
+    assert fragment_url.startswith(f"/s/{session.session_id}/context/")
+    response = client.get(fragment_url, headers={**HTMX, "HX-Target": "context"})
+    answer = response.content.decode()
+    assert answer.lstrip().startswith('<section id="context"')
+    assert 'data-target-id="b2000003"' in part(answer, "section", "context")
+    assert 'hx-swap-oob="true"' in part(answer, "section", "tree")
+    assert tab(answer, "tab-context")["aria-selected"] == "true"
+    # The filter went along, and the rows' links keep the tab open.
+    assert tree_ids(answer) == tree_ids(html)
+    assert all("tab=context" in link and "filter=all" in link for link in row_links(answer))
+    # The Conversation tab goes back through the selection (it targets the tree).
+    conversation = tab(answer, "tab-conversation")
+    assert conversation["hx-target"] == "#tree" and "tab=" not in conversation["hx-get"]
+
+
+def test_paging_through_the_context_sends_only_the_context(client: Client, tmp_path: Path):
+    session = import_fixture(tmp_path, BRANCHING)
+    url = f"/s/{session.session_id}/context/?end=1"
+    html = client.get(url, headers={**HTMX, "HX-Target": "context"}).content.decode()
+    assert html.lstrip().startswith('<section id="context"')
+    assert 'id="tree"' not in html and 'id="pane-tabs"' not in html
+
+
+def test_the_label_form_keeps_the_tab_open(client: Client, tmp_path: Path):
+    session = import_fixture(tmp_path, BRANCHING)
+    form = {"target_id": "b2000003", "label": "tabbed", "filter": "all", "tab": "context"}
+    response = client.post(label_url(session), form)
+    assert "tab=context" in response["Location"]
+    html = client.post(label_url(session), form, headers={**HTMX, "HX-Target": "tree"}).content.decode()
+    assert 'name="tab" value="context"' in html
+    assert all("tab=context" in link for link in row_links(html))
+
+
+# -- entries: hidden custom messages, copy links -------------------------------------------------------------
+
+
+def article(html: str, entry_id: str) -> str:
+    match = re.search(rf'<article id="entry-{entry_id}".*?</article>', html, re.S)
+    assert match is not None, entry_id
+    return match.group(0)
+
+
+def test_hidden_custom_messages_are_collapsed_and_shown_on_demand(client: Client, tmp_path: Path):
+    session = import_fixture(tmp_path, CUSTOM)
+    html = client.get(page(session), {"targetId": "b2100012", "filter": "all"}).content.decode()
+    # A custom_message entry with display:false, and a custom-role message with display:false.
+    for entry_id, custom_type in (("b2100002", "plan-mode-context"), ("b2100012", "rewind-report")):
+        hidden = article(html, entry_id)
+        assert "entry-hidden" in hidden
+        details = re.search(
+            r"<details class=\"hidden-message\"( open)?>\s*<summary>(.*?)</summary>", hidden, re.S
+        )
+        assert details is not None
+        assert f"hidden custom message ({custom_type})" in " ".join(details.group(2).split())
+        assert "— show" in details.group(2)
+        # The message itself is inside the disclosure, whole (copy link included).
+        assert hidden.index("<details") < hidden.index('class="entry-head"') < hidden.index("</details>")
+        assert 'data-copy-link="' in hidden
+    # Closed, unless it is the entry asked for.
+    assert '<details class="hidden-message">' in article(html, "b2100002")
+    assert '<details class="hidden-message" open>' in article(html, "b2100012")
+    assert "Plan mode is active" in article(html, "b2100002")
+    # Everything else is shown as usual.
+    assert html.count('class="hidden-message"') == 2
+
+
+def test_a_displayed_custom_message_is_not_hidden(client: Client, tmp_path: Path):
+    path = tmp_path / "shown.jsonl"
+    lines = [
+        {"type": "session", "version": 3, "id": "shown-custom", "timestamp": "2026-05-01T10:00:00.000Z"},
+        {
+            "type": "custom_message",
+            "customType": "note",
+            "content": "Visible note",
+            "display": True,
+            "id": "c0000001",
+            "parentId": None,
+            "timestamp": "2026-05-01T10:00:01.000Z",
+        },
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    session = sync_file(path).session
+    assert session is not None
+    html = client.get(page(session)).content.decode()
+    shown = article(html, "c0000001")
+    assert "Visible note" in shown and "hidden-message" not in shown and "entry-hidden" not in shown
+
+
+def test_every_entry_has_a_copy_link_button_and_a_permalink(client: Client, tmp_path: Path):
+    session = import_fixture(tmp_path, BRANCHING)
+    html = client.get(page(session), {"targetId": "b2000007", "filter": "all"}).content.decode()
+    ids = entry_ids(html)
+    assert ids
+    for entry_id in ids:
+        entry = article(html, entry_id)
+        button = re.search(r'<button type="button"\s+class="copy-link"\s+data-copy-link="([^"]*)"', entry)
+        permalink = re.search(r'<a class="permalink" href="([^"]*)"', entry)
+        assert button is not None and permalink is not None
+        assert unescape(button.group(1)) == unescape(permalink.group(1))
+        assert f"targetId={entry_id}" in unescape(permalink.group(1))
+    # Loaded as a module; the button shows only once copy.js runs (the permalink works without it).
+    assert '<script src="/static/copy.js" type="module">' in html
+
+
+# -- header, layout, themes ----------------------------------------------------------------------------------
+
+
+def test_header_shows_whole_tree_totals_and_no_branch_row_without_branch_totals(
+    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from treeview.views import detail
+
+    original = detail._detail_context
+    monkeypatch.setattr(detail, "_detail_context", lambda *args: {**original(*args), "branch_totals": None})
+    session = import_fixture(tmp_path, BRANCHING)
+    html = client.get(page(session)).content.decode()
+    assert "Whole tree" in html and "Active branch" not in html
+    totals = re.search(r'<tr class="totals-tree">(.*?)</tr>', html, re.S).group(1)
+    cells = [" ".join(cell.split()) for cell in re.findall(r"<td>(.*?)</td>", totals, re.S)]
+    assert cells[:3] == [str(session.entry_count), str(session.message_count), str(session.tool_call_count)]
+    assert cells[3] == f"{session.input_tokens:,}"
+
+
+def test_header_shows_the_active_branch_totals_next_to_the_whole_tree(
+    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from types import SimpleNamespace
+
+    from treeview.views import detail
+
+    branch = SimpleNamespace(
+        entries=7,
+        messages=5,
+        tool_calls=1,
+        input_tokens=12345,
+        output_tokens=678,
+        cost=0.01234,
+    )
+    original = detail._detail_context
+    monkeypatch.setattr(detail, "_detail_context", lambda *args: {**original(*args), "branch_totals": branch})
+    session = import_fixture(tmp_path, BRANCHING)
+    html = client.get(page(session)).content.decode()
+    row = re.search(r'<tr class="totals-branch">(.*?)</tr>', html, re.S)
+    assert row is not None and "Active branch" in row.group(1)
+    cells = [" ".join(cell.split()) for cell in re.findall(r"<td>(.*?)</td>", row.group(1), re.S)]
+    # No cache totals per branch: a dash, not a zero.
+    assert cells == ["7", "5", "1", "12,345", "678", "–", "–", "$0.0123"]
+    assert html.index("Active branch") < html.index("Whole tree")
+    branch.cache_read_tokens, branch.cache_write_tokens = 9, 1010
+    html = client.get(page(session)).content.decode()
+    row = re.search(r'<tr class="totals-branch">(.*?)</tr>', html, re.S)
+    cells = [" ".join(cell.split()) for cell in re.findall(r"<td>(.*?)</td>", row.group(1), re.S)]
+    assert cells[5:7] == ["9", "1,010"]
+
+
+def test_header_shows_the_branch_totals_of_the_displayed_leaf(client: Client, tmp_path: Path):
+    session = import_fixture(tmp_path, BRANCHING)
+    html = client.get(page(session), {"leafId": "b2000006", "targetId": "b2000006"}).content.decode()
+    row = re.search(r'<tr class="totals-branch">(.*?)</tr>', html, re.S)
+    assert row is not None
+    cells = [" ".join(cell.split()) for cell in re.findall(r"<td>(.*?)</td>", row.group(1), re.S)]
+    assert cells[0] == str(len(path_to(session, "b2000006")))
+    assert int(cells[0]) < session.entry_count
+
+
+def test_page_has_the_resize_handle_the_theme_toggle_and_the_navigator(client: Client, tmp_path: Path):
+    session = import_fixture(tmp_path, BRANCHING)
+    html = client.get(page(session)).content.decode()
+    handle = re.search(r'<div class="pane-handle"(.*?)>', html, re.S).group(1)
+    for attribute in (
+        'role="separator"',
+        'aria-orientation="vertical"',
+        "aria-valuenow=",
+        'tabindex="0"',
+        "hidden",
+    ):
+        assert attribute in handle
+    # The theme is applied before the first paint: a classic script in <head>, before the stylesheet.
+    head = html[: html.index("</head>")]
+    theme = re.search(r'<script src="/static/theme.js"([^>]*)>', head)
+    assert theme is not None and "module" not in theme.group(1) and "defer" not in theme.group(1)
+    assert head.index("theme.js") < head.index("arbor.css")
+    assert re.search(r'<button type="button"\s+id="theme-toggle"[^>]*hidden>', html, re.S)
+    assert '<script src="/static/panes.js" type="module">' in html
+    assert 'id="navigator-root"' in html
+
+
+def test_tree_rows_are_light(client: Client, generated: AgentSession):
+    html = client.get(page(generated), {"filter": "all"}).content.decode()
+    tree = part(html, "section", "tree")
+    rows = tree_ids(tree)
+    assert len(rows) == explorer.TREE_WINDOW
+    # The rows are boosted links: the htmx attributes sit once on the list, not on every row.
+    assert re.search(r'<ul class="tree-rows"[^>]*hx-boost="true"', tree, re.S)
+    assert tree.count("hx-get") < 10 and tree.count("hx-target") < 10
+    # Besides its prefix and text, a row is its link and a few attributes (about 300 bytes; it was 600).
+    for row in re.findall(r'<li role="treeitem".*?</li>', tree, re.S):
+        prefix = re.search(r'<span class="tree-prefix" aria-hidden="true">(.*?)</span>', row, re.S)
+        text = re.search(r'<span class="tree-text">(.*?)</span>', row, re.S)
+        assert prefix is not None and text is not None and "hx-" not in row
+        assert len(row) - len(prefix.group(1)) - len(text.group(1)) < 400, row
+
+
+STATIC = Path(__file__).resolve().parent.parent / "static"
+
+
+def _pygments_rules(style: str, scope: str) -> list[str]:
+    from treeview.render import highlight_css
+
+    return [line for line in highlight_css(style, scope).splitlines() if line.startswith(f"{scope} .")]
+
+
+def test_stylesheet_has_both_palettes_and_code_highlighting_for_both(client: Client):
+    css = (STATIC / "arbor.css").read_text(encoding="utf-8")
+    assert ':root[data-theme="dark"] {' in css
+    assert '@media (prefers-color-scheme: dark) {\n  :root:not([data-theme="light"]) {' in css
+    light = _pygments_rules("default", ".highlight")
+    dark = _pygments_rules("github-dark", ':root[data-theme="dark"] .highlight')
+    system_dark = _pygments_rules("github-dark", ':root:not([data-theme="light"]) .highlight')
+    assert light and dark and system_dark
+    missing = [rule for rule in light + dark if rule not in css]
+    missing += [rule for rule in system_dark if f"  {rule}" not in css]
+    assert missing == []
+    # No light token colour survives in the dark theme: every class styled for light has a dark colour.
+    dark_classes = {rule.split()[2] for rule in dark if "color:" in rule}
+    light_colored = {rule.split()[1] for rule in light if re.search(r"(?<!-)color:", rule)}
+    assert light_colored - dark_classes == set()
+
+
+def _luminance(color: str) -> float:
+    color = color.lstrip("#")
+    if len(color) == 3:
+        color = "".join(c * 2 for c in color)
+    channels = [int(color[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(one: str, two: str) -> float:
+    high, low = sorted((_luminance(one), _luminance(two)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+@pytest.mark.parametrize(("style", "palette"), [("default", "light"), ("github-dark", "dark")])
+def test_highlighted_code_is_readable_on_its_background(style: str, palette: str):
+    from pygments.styles import get_style_by_name
+    from pygments.token import STANDARD_TYPES, Token
+
+    css = (STATIC / "arbor.css").read_text(encoding="utf-8")
+    block = (
+        css[: css.index(':root[data-theme="light"]')]
+        if palette == "light"
+        else css[css.index(':root[data-theme="dark"] {') :]
+    )
+    background = re.search(r"--code-bg: (#[0-9a-f]{6});", block).group(1)
+    found = get_style_by_name(style)
+    low = []
+    for token, name in STANDARD_TYPES.items():
+        spec = found.style_for_token(token)
+        # Whitespace tokens draw nothing; a token with its own background is checked against it.
+        if not name or not spec["color"] or token in Token.Text.Whitespace:
+            continue
+        ratio = _contrast("#" + spec["color"], "#" + spec["bgcolor"] if spec["bgcolor"] else background)
+        if ratio < 4.5:
+            low.append((name, spec["color"], round(ratio, 2)))
+    assert low == []
