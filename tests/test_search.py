@@ -1,0 +1,666 @@
+"""Search across all sessions: the index (kept by every write path), queries, snippets, the branch of a hit
+and the results page. Runs on SQLite (FTS5) and PostgreSQL (GIN index) alike."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from html import unescape
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.db import connection
+
+from tests.reference import DATA, import_fixture
+from treeview import explorer
+from treeview.models import AgentSession, Entry
+from treeview.search import (
+    FTS_TABLE,
+    PG_INDEX,
+    EntryHits,
+    branch_target,
+    ensure_index,
+    ensure_index_after_migrate,
+    matching_sessions,
+    parse_query,
+    snippet,
+)
+from treeview.services.append import append_entry, move_leaf
+from treeview.services.sync import sync_file
+from treeview.session.entries import base_entry
+from treeview.session.selector_tree import flatten_tree
+
+HTMX = {"HX-Request": "true"}
+BRANCHING = "v3_branching_labels.jsonl"
+BRANCHING_SID = "0196b4f0-6c2e-7a31-9f0e-3c5d2a1b4e77"
+# The active path of BRANCHING ends at e5000001; b2000003..b2000006 and the label c3000001: the other branch.
+SUBCOMMAND_HITS = {"b2000003", "b2000006", "b2000007", "d4000001"}
+PAYLOAD = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+HOSTILE_QUERIES = [
+    '"',
+    '""',
+    "'",
+    "\\",
+    "AND",
+    "OR NOT",
+    "subcommands AND",
+    "NOT subcommands",
+    "*",
+    "sub*",
+    "-",
+    "-subcommands",
+    "NEAR(",
+    "NEAR(subcommands click, 2)",
+    "(",
+    ")",
+    "^sub",
+    "col:value",
+    "search_text:subcommands",
+    "{search_text}: x",
+    "&|!",
+    "<-> !!",
+    "'a':*",
+    ":*",
+    "a & | b",
+    '"unterminated phrase',
+    "%",
+    "_",
+    "' OR 1=1 --",
+    "'); DROP TABLE treeview_entry; --",
+    "日本語",
+    "\u200b",
+    "x" * 400,
+    " ".join(f"w{n}" for n in range(60)),
+]
+
+
+@pytest.fixture(autouse=True)
+def _no_write_back(settings: Any) -> None:
+    settings.ARBOR_WRITE_BACK = False
+    explorer.clear_caches()
+
+
+def ids_of(query: str) -> list[str]:
+    hits = EntryHits(parse_query(query))
+    found = [hit.entry.entry_id for hit in hits[0 : hits.count() + 10]]
+    # The index holds exactly the stored entries: no row left behind by a delete.
+    assert len(found) == hits.count()
+    return found
+
+
+def write_session(path: Path, session_id: str, messages: list[str], **header: Any) -> Path:
+    """A linear v3 session: user/assistant messages alternating, one second apart."""
+    lines: list[dict[str, Any]] = [
+        {
+            "type": "session",
+            "version": 3,
+            "id": session_id,
+            "timestamp": "2026-05-01T10:00:00.000Z",
+            "cwd": "/home/dev/search",
+            **header,
+        }
+    ]
+    parent = None
+    for n, text in enumerate(messages):
+        role = "user" if n % 2 == 0 else "assistant"
+        entry_id = f"m{n:07d}"
+        minute, second = divmod(n + 1, 60)
+        lines.append(
+            {
+                "type": "message",
+                "id": entry_id,
+                "parentId": parent,
+                "timestamp": f"2026-05-01T{10 + minute // 60:02d}:{minute % 60:02d}:{second:02d}.000Z",
+                "message": {"role": role, "content": [{"type": "text", "text": text}]},
+            }
+        )
+        parent = entry_id
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+# -- queries (no database) ---------------------------------------------------------------------------------
+
+
+def test_a_query_is_split_into_tokens_and_letter_digit_words_that_carry_no_syntax():
+    query = parse_query('  "Sub-Commands"  NEAR(click* ')
+
+    assert query.tokens == ('"sub-commands"', "near(click*")
+    assert query.words == ("sub", "commands", "near", "click")
+    assert query.fts5() == '"sub"* "commands"* "near"* "click"*'
+    assert query.tsquery() == "'sub':* & 'commands':* & 'near':* & 'click':*"
+
+
+@pytest.mark.parametrize("text", HOSTILE_QUERIES)
+def test_hostile_queries_only_ever_give_quoted_words(text):
+    query = parse_query(text)
+
+    for word in query.words:
+        assert re.fullmatch(r"[^\W_]+", word), word
+    assert len(query.words) <= 16 and len(query.tokens) <= 16
+
+
+def test_a_blank_or_punctuation_query_has_no_words():
+    assert not parse_query("   ")
+    assert parse_query("-- * ()").words == ()
+
+
+# -- snippets (no database) --------------------------------------------------------------------------------
+
+
+def test_snippet_escapes_the_text_and_marks_word_prefixes_only():
+    html = snippet([f"{PAYLOAD} the needle & needles, not haystackneedle"], ["needle"])
+
+    assert "<script" not in html and "<img" not in html
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    assert html.count("<mark>") == 2
+    assert "<mark>needle</mark> &amp; <mark>needle</mark>s" in html
+    assert "haystackneedle" in html
+
+
+def test_snippet_of_a_hostile_match_keeps_the_mark_around_escaped_text():
+    html = snippet(['<b onclick="x">bold</b>'], ["b"])
+
+    assert html == "&lt;<mark>b</mark> onclick=&quot;x&quot;&gt;<mark>b</mark>old&lt;/<mark>b</mark>&gt;"
+
+
+def test_snippet_matches_ignore_case_and_accents():
+    assert snippet(["Un Café crème"], ["cafe", "CREME"]) == "Un <mark>Café</mark> <mark>crème</mark>"
+
+
+def test_snippet_is_a_window_around_the_first_match():
+    text = "alpha " * 40 + "needle " + "omega " * 80
+
+    html = str(snippet([text], ["needle"]))
+
+    assert html.startswith("…alpha")
+    assert html.endswith("…")
+    assert "<mark>needle</mark>" in html
+    assert len(unescape(re.sub("<[^>]+>", "", html))) < 260
+
+
+def test_snippet_takes_the_text_holding_the_most_words():
+    html = snippet(["[read: cli.py]", "toolresult import argparse"], ["argparse"])
+
+    assert html == "toolresult import <mark>argparse</mark>"
+
+
+# -- the branch of a hit (no database) ---------------------------------------------------------------------
+
+
+@dataclass
+class Node:
+    entry: dict[str, Any]
+    children: list[Node] = field(default_factory=list)
+    label: str | None = None
+
+
+def tree(*edges: tuple[str, str | None]) -> list[Node]:
+    """Nodes in file order, one second apart: children stay oldest first, as the tree sorts them."""
+    nodes: dict[str, Node] = {}
+    roots: list[Node] = []
+    for n, (entry_id, parent) in enumerate(edges):
+        node = Node(
+            {"type": "message", "id": entry_id, "parentId": parent, "timestamp": f"2026-01-01T00:00:{n:02d}Z"}
+        )
+        nodes[entry_id] = node
+        (nodes[parent].children if parent else roots).append(node)
+    return roots
+
+
+def test_a_hit_on_the_active_path_or_the_leaf_keeps_the_leaf():
+    roots = tree(("a", None), ("b", "a"), ("c", "b"), ("x", "a"), ("y", "x"))
+    flat = flatten_tree(roots, "c")
+
+    for entry_id in ("a", "b", "c"):
+        target = branch_target(flat, entry_id)
+        assert target is not None and (target.target_id, target.leaf_id) == (entry_id, None)
+
+
+def test_an_off_path_hit_opens_the_newest_continuation_below_it():
+    # x has two continuations: y (older) and z (newer, its own branch z → w, then z → v newer still).
+    roots = tree(("a", None), ("b", "a"), ("x", "a"), ("y", "x"), ("z", "x"), ("w", "z"), ("v", "z"))
+    flat = flatten_tree(roots, "b")
+    memo: dict[str, str] = {}
+
+    assert branch_target(flat, "x", memo) == branch_target(flat, "x")
+    assert branch_target(flat, "x", memo).leaf_id == "v"  # type: ignore[union-attr]
+    assert branch_target(flat, "y", memo).leaf_id == "y"  # type: ignore[union-attr]
+    assert branch_target(flat, "w", memo).leaf_id == "w"  # type: ignore[union-attr]
+    assert branch_target(flat, "z", memo).leaf_id == "v"  # type: ignore[union-attr]
+    assert branch_target(flat, "missing") is None
+
+
+def test_with_no_leaf_every_hit_opens_a_branch_below_it():
+    flat = flatten_tree(tree(("a", None), ("b", "a")), None)
+
+    assert branch_target(flat, "a").leaf_id == "b"  # type: ignore[union-attr]
+
+
+# -- the index follows every write -------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_imported_entries_are_found_by_every_word_prefix_and_case(tmp_path):
+    import_fixture(tmp_path, BRANCHING)
+
+    assert set(ids_of("subcommands")) == SUBCOMMAND_HITS
+    assert set(ids_of("SUBCOMM")) == SUBCOMMAND_HITS
+    assert EntryHits(parse_query("subcommands")).count() == len(SUBCOMMAND_HITS)
+
+
+@pytest.mark.django_db
+def test_every_word_must_match(tmp_path):
+    import_fixture(tmp_path, BRANCHING)
+
+    found = ids_of("subcommands click")
+    assert "b2000007" in found
+    assert not {"b2000003", "b2000006"} & set(found)
+    assert ids_of("subcommands zebra") == []
+
+
+@pytest.mark.django_db
+def test_words_inside_paths_urls_and_identifiers_are_found_on_both_databases(tmp_path):
+    text = "see src/app.py, snake_case_name, foo-bar, dev@example.com and https://example.org/docs/page"
+    sync_file(write_session(tmp_path / "paths.jsonl", "paths", [text]))
+
+    for query in ("app.py", "py", "src/app", "case name", "bar", "example com", "docs/page", "org", "Snake"):
+        assert ids_of(query) == ["m0000000"], query
+    assert ids_of("pp.py") == []  # a word's start, not any substring
+
+
+@pytest.mark.django_db
+def test_only_text_rows_are_indexed_not_labels_settings_or_textless_assistant_turns(tmp_path):
+    import_fixture(tmp_path, BRANCHING)
+
+    assert ids_of("start") == []  # the label entry c3000001 ("label start") is not indexed
+    assert ids_of("medium") == []  # thinking_level_change
+    assert "b2000004" not in ids_of("assistant")  # tool-call-only assistant turn
+    assert "b2000002" in ids_of("assistant")
+    assert ids_of("toolresult argparse") == ["b2000005"]  # a tool result: the start of its output
+
+
+@pytest.mark.django_db
+def test_an_appended_entry_is_found(tmp_path):
+    session = import_fixture(tmp_path, BRANCHING)
+
+    def make(leaf: str | None, ids: Any) -> dict[str, Any]:
+        entry = base_entry("message", leaf, ids)
+        entry["message"] = {"role": "user", "content": "Try zanzibarite parsing"}
+        return entry
+
+    row = append_entry(session, make)
+
+    assert ids_of("zanzibar") == [row.entry_id]
+
+
+@pytest.mark.django_db
+def test_a_rewrite_reimport_drops_the_entries_it_removes(tmp_path):
+    path = tmp_path / BRANCHING
+    shutil.copyfile(DATA / "handmade" / BRANCHING, path)
+    sync_file(path)
+    assert ids_of("groups") == ["b2000008"]
+
+    path.write_text(path.read_text().replace("click groups", "typer apps"), encoding="utf-8")
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    result = sync_file(path)
+
+    assert result.status == "rewritten" and result.entries_removed > 0
+    assert ids_of("groups") == []
+    assert ids_of("typer") == ["b2000008"]
+    assert set(ids_of("subcommands")) == SUBCOMMAND_HITS
+
+
+@pytest.mark.django_db
+def test_deleting_a_session_removes_its_hits(tmp_path):
+    session = import_fixture(tmp_path, BRANCHING)
+
+    session.delete()
+
+    assert ids_of("subcommands") == []
+
+
+@pytest.mark.django_db
+def test_a_large_import_through_the_writer_thread_is_indexed(tmp_path):
+    texts = [f"message number {n} about {'walrus' if n % 3 == 0 else 'penguin'}" for n in range(4500)]
+    sync_file(write_session(tmp_path / "big.jsonl", "big-session", texts))
+
+    assert EntryHits(parse_query("walrus")).count() == 1500
+    assert EntryHits(parse_query("penguin number")).count() == 3000
+
+
+@pytest.mark.django_db
+def test_ensure_index_repairs_a_lost_index_and_is_idempotent(tmp_path):
+    import_fixture(tmp_path, BRANCHING)
+    assert ensure_index() is False
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            # What Django's SQLite table remake does to triggers; entries imported meanwhile are not indexed.
+            for trigger in (
+                "treeview_entry_search_ai",
+                "treeview_entry_search_ad",
+                "treeview_entry_search_au",
+            ):
+                cursor.execute(f"DROP TRIGGER {trigger}")
+        else:
+            cursor.execute(f"DROP INDEX {PG_INDEX}")
+    sync_file(write_session(tmp_path / "later.jsonl", "later", ["a quokka appears"]))
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            # The test transaction holds deferred foreign-key checks: CREATE INDEX refuses to run over them.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+    assert ensure_index() is True
+    assert ensure_index() is False
+    assert ids_of("quokka") == ["m0000000"]
+    assert set(ids_of("subcommands")) == SUBCOMMAND_HITS
+
+
+@pytest.mark.django_db
+def test_the_post_migrate_receiver_restores_the_index(tmp_path):
+    import_fixture(tmp_path, BRANCHING)
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("DROP TRIGGER treeview_entry_search_ai")
+        else:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            cursor.execute(f"DROP INDEX {PG_INDEX}")
+
+    ensure_index_after_migrate(sender=None, using="default")
+
+    assert ensure_index() is False
+    assert set(ids_of("subcommands")) == SUBCOMMAND_HITS
+
+
+@pytest.mark.django_db
+def test_the_database_uses_the_index_for_the_query(tmp_path):
+    import_fixture(tmp_path, BRANCHING)
+    sync_file(write_session(tmp_path / "big.jsonl", "big", [f"message {n}" for n in range(3000)]))
+    query = parse_query("subcommands")
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute(
+                f"EXPLAIN QUERY PLAN SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [query.fts5()]
+            )
+            assert "VIRTUAL TABLE INDEX" in str(cursor.fetchall())
+        else:
+            from treeview.search import _PG_DOCUMENT, _PG_QUERY, _indexed
+
+            cursor.execute("ANALYZE treeview_entry")
+            cursor.execute(
+                "EXPLAIN SELECT id FROM treeview_entry"
+                f" WHERE {_indexed('')} AND {_PG_DOCUMENT} @@ {_PG_QUERY}",
+                [query.tsquery()],
+            )
+            assert PG_INDEX in str(cursor.fetchall())
+
+
+# -- hostile input -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_hostile_queries_never_fail_the_database(tmp_path):
+    import_fixture(tmp_path, BRANCHING)
+
+    for text in HOSTILE_QUERIES:
+        hits = EntryHits(parse_query(text))
+        assert hits.count() >= 0
+        hits[0:50]
+        list(matching_sessions(parse_query(text)))
+
+    assert set(ids_of('"subcommands')) == SUBCOMMAND_HITS
+    assert set(ids_of("NEAR(subcommands")) == set()  # "near" is a word like any other: it must match too
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("text", HOSTILE_QUERIES)
+def test_hostile_queries_get_a_results_page(client, tmp_path, text):
+    import_fixture(tmp_path, BRANCHING)
+
+    response = client.get("/search/", {"q": text})
+
+    assert response.status_code == 200
+    assert "<q>" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_malformed_parameters_are_refused_or_ignored(client, tmp_path):
+    import_fixture(tmp_path, BRANCHING)
+
+    assert client.get("/search/", {"q": "a\x00b"}).status_code == 400
+    assert client.get("/search/", {"q": "x" * 501}).status_code == 400
+    for page in ("abc", "-1", "0", "99999", "1e9"):
+        response = client.get("/search/", {"q": "subcommands", "page": page})
+        assert response.status_code == 200
+        assert response.content.decode().count('class="search-hit"') == len(SUBCOMMAND_HITS)
+
+
+@pytest.mark.django_db
+def test_session_text_in_results_is_escaped(client, tmp_path):
+    path = write_session(
+        tmp_path / "xss.jsonl", "xss-session", [f"{PAYLOAD} needle {PAYLOAD}"], title=f"{PAYLOAD} title"
+    )
+    sync_file(path)
+    AgentSession.objects.filter(session_id="xss-session").update(cwd=f"/tmp/{PAYLOAD}")
+
+    html = client.get("/search/", {"q": "needle"}).content.decode()
+    titled = client.get("/search/", {"q": "title"}).content.decode()
+
+    for page in (html, titled):
+        assert "<script>" not in page and "<img src=x" not in page
+        assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    assert "<mark>needle</mark>" in html
+
+
+# -- sessions by title, directory, id ----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_title_cwd_and_id_match_every_token_as_a_substring(client, tmp_path):
+    sync_file(write_session(tmp_path / "a.jsonl", "sid-alpha", ["hello"], title="Refactor the Parser"))
+    sync_file(write_session(tmp_path / "b.jsonl", "sid-beta", ["hello"], cwd="/srv/parser-tools"))
+
+    def found(text: str) -> set[str]:
+        return {s.session_id for s in matching_sessions(parse_query(text))}
+
+    assert found("PARSER") == {"sid-alpha", "sid-beta"}
+    assert found("parser refactor") == {"sid-alpha"}
+    assert found("srv/parser") == {"sid-beta"}
+    assert found("sid-bet") == {"sid-beta"}
+    assert found("parser zebra") == set()
+
+    html = client.get("/search/", {"q": "parser refactor"}).content.decode()
+    assert "Sessions whose title, directory or id match" in html
+    assert ">Refactor the Parser</a>" in html
+    assert "0 entries match" in html
+
+
+# -- the results page --------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_results_are_grouped_by_session_with_role_time_and_snippet(client, tmp_path):
+    session = import_fixture(tmp_path, BRANCHING)
+    sync_file(write_session(tmp_path / "other.jsonl", "other-session", ["more subcommands here", "fine"]))
+
+    response = client.get("/search/", {"q": "subcommands"})
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "5 entries match <q>subcommands</q>" in html
+    assert html.count('<h2 class="project">') == 2
+    # Each session's hits are together: the entry ids of one group are contiguous.
+    order = re.findall(r'data-entry-id="([^"]+)"', html)
+    assert set(order) == SUBCOMMAND_HITS | {"m0000000"}
+    branching = [i for i, e in enumerate(order) if e in SUBCOMMAND_HITS]
+    assert branching == list(range(branching[0], branching[0] + 4))
+    assert f'href="/s/{session.session_id}/"' in html
+    assert "user: Add <mark>subcommands</mark>." in html
+    assert ">branch summary" in html
+    assert '<time datetime="2026-05-01T10:00:05+00:00">2026-05-01 10:00</time>' in html
+    assert 'id="search-form"' in html and 'value="subcommands"' in html
+
+
+@pytest.mark.django_db
+def test_hits_come_newest_session_first_then_in_file_order(tmp_path):
+    older = write_session(tmp_path / "old.jsonl", "older", ["walrus one", "x", "walrus two"])
+    newer = write_session(tmp_path / "new.jsonl", "newer", ["walrus three", "walrus four"])
+    sync_file(older)
+    sync_file(newer)
+    AgentSession.objects.filter(session_id="newer").update(last_timestamp=datetime(2027, 1, 1, tzinfo=UTC))
+
+    hits = EntryHits(parse_query("walrus"))[0:10]
+
+    assert [(hit.session.session_id, hit.entry.entry_id) for hit in hits] == [
+        ("newer", "m0000000"),
+        ("newer", "m0000001"),
+        ("older", "m0000000"),
+        ("older", "m0000002"),
+    ]
+
+
+@pytest.mark.django_db
+def test_results_are_paginated(client, tmp_path):
+    texts = [f"walrus number {n}" for n in range(120)]
+    sync_file(write_session(tmp_path / "many.jsonl", "many", texts))
+
+    first = client.get("/search/", {"q": "walrus"}).content.decode()
+    third = client.get("/search/", {"q": "walrus", "page": 3}).content.decode()
+    beyond = client.get("/search/", {"q": "walrus", "page": 9}).content.decode()
+
+    assert "120 entries match" in first and "page 1 of 3" in first
+    assert first.count('class="search-hit"') == 50
+    assert 'href="/search/?q=walrus&amp;page=2"' in first and 'rel="prev"' not in first
+    assert third.count('class="search-hit"') == 20
+    assert 'href="/search/?q=walrus&amp;page=2"' in third and 'rel="next"' not in third
+    assert beyond.count('class="search-hit"') == 20  # past the end: the last page
+    pages = [
+        re.findall(
+            r'data-entry-id="([^"]+)"', client.get("/search/", {"q": "walrus", "page": n}).content.decode()
+        )
+        for n in (1, 2, 3)
+    ]
+    assert sorted(sum(pages, [])) == sorted(f"m{n:07d}" for n in range(120))
+
+
+@pytest.mark.django_db
+def test_htmx_gets_the_results_region_only(client, tmp_path):
+    import_fixture(tmp_path, BRANCHING)
+
+    full = client.get("/search/", {"q": "subcommands"})
+    partial = client.get("/search/", {"q": "subcommands"}, headers=HTMX)
+    restore = client.get(
+        "/search/", {"q": "subcommands"}, headers={**HTMX, "HX-History-Restore-Request": "true"}
+    )
+
+    for response in (full, partial):
+        assert "HX-Request" in response["Vary"]
+    assert full.content.decode().lstrip().startswith("<!doctype html>")
+    body = partial.content.decode().strip()
+    assert body.startswith('<section id="session-list"') and body.endswith("</section>")
+    assert body.count('class="search-hit"') == len(SUBCOMMAND_HITS)
+    assert restore.content.decode().lstrip().startswith("<!doctype html>")
+
+
+@pytest.mark.django_db
+def test_an_empty_query_shows_the_form_and_how_search_works(client):
+    response = client.get("/search/")
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="search-q"' in html and "every word must start a word" in html.lower()
+    assert "search-hit" not in html.replace('class="search-hits"', "")
+
+
+@pytest.mark.django_db
+def test_the_session_list_has_a_search_form_that_works_without_javascript(client):
+    html = client.get("/").content.decode()
+
+    form = re.search(r'<form id="search-form".*?</form>', html, re.S)
+    assert form is not None
+    assert 'method="get"' in form.group(0) and 'action="/search/"' in form.group(0)
+    assert 'name="q"' in form.group(0) and 'hx-target="#session-list"' in form.group(0)
+
+
+# -- opening a hit -----------------------------------------------------------------------------------------
+
+
+def _hit_url(html: str, entry_id: str) -> str:
+    match = re.search(rf'data-entry-id="{entry_id}">.*?<a href="([^"]+)"', html, re.S)
+    assert match is not None, entry_id
+    return unescape(match.group(1))
+
+
+def _params(location: str) -> dict[str, str]:
+    return {key: values[0] for key, values in parse_qs(urlsplit(location).query).items()}
+
+
+@pytest.mark.django_db
+def test_a_hit_on_the_active_branch_opens_it_selected(client, tmp_path):
+    session = import_fixture(tmp_path, BRANCHING)
+    html = client.get("/search/", {"q": "subcommands click"}).content.decode()
+
+    response = client.get(_hit_url(html, "b2000007"))
+
+    assert response.status_code == 302
+    assert urlsplit(response["Location"]).path == f"/s/{session.session_id}/"
+    assert _params(response["Location"]) == {"targetId": "b2000007"}
+    page = client.get(response["Location"]).content.decode()
+    assert 'data-entry-id="b2000007"' in page
+
+
+@pytest.mark.django_db
+def test_a_hit_on_another_branch_opens_that_branch_at_its_newest_leaf(client, tmp_path):
+    import_fixture(tmp_path, BRANCHING)
+    html = client.get("/search/", {"q": "subcommands"}).content.decode()
+
+    response = client.get(_hit_url(html, "b2000003"))
+
+    assert _params(response["Location"]) == {"leafId": "c3000001", "targetId": "b2000003"}
+    page = client.get(response["Location"]).content.decode()
+    selected = re.search(r'data-entry-id="([^"]+)"[^>]*aria-selected="true"', page)
+    assert selected is not None and selected.group(1) == "b2000003"
+
+
+@pytest.mark.django_db
+def test_a_hit_follows_the_leaf_when_it_moved_since_the_search(client, tmp_path):
+    session = import_fixture(tmp_path, BRANCHING)
+    url = _hit_url(client.get("/search/", {"q": "subcommands"}).content.decode(), "b2000003")
+    move_leaf(session, "b2000006")
+
+    response = client.get(url)
+
+    assert _params(response["Location"]) == {"targetId": "b2000003"}
+
+
+@pytest.mark.django_db
+def test_a_hit_names_the_copy_when_a_session_is_imported_twice(client, tmp_path):
+    first = import_fixture(tmp_path, BRANCHING)
+    (tmp_path / "backup").mkdir()
+    second = import_fixture(tmp_path / "backup", BRANCHING)
+    assert first.session_id == second.session_id and first.pk != second.pk
+
+    html = client.get("/search/", {"q": "subcommands click"}).content.decode()
+    urls = re.findall(r'data-entry-id="b2000007">.*?<a href="([^"]+)"', html, re.S)
+    locations = {client.get(unescape(url))["Location"] for url in urls}
+
+    assert {_params(location).get("copy") for location in locations} == {str(first.pk), str(second.pk)}
+    assert f'href="/s/{first.session_id}/?copy={first.pk}"' in html
+
+
+@pytest.mark.django_db
+def test_opening_an_unknown_or_malformed_hit_is_not_found(client, tmp_path):
+    session = import_fixture(tmp_path, BRANCHING)
+
+    assert client.get("/search/open/", {"session": session.pk, "entry": "nope"}).status_code == 404
+    assert client.get("/search/open/", {"session": session.pk + 99, "entry": "b2000003"}).status_code == 404
+    assert client.get("/search/open/", {"session": "x", "entry": "b2000003"}).status_code == 404
+    assert client.get("/search/open/").status_code == 404
+    assert Entry.objects.filter(session=session).count() == session.entry_count
