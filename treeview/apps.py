@@ -4,3 +4,15 @@ from django.apps import AppConfig
 class TreeviewConfig(AppConfig):
     name = "treeview"
     verbose_name = "Arbor tree view"
+
+    def ready(self) -> None:
+        from django.core import checks
+        from django.db.models.signals import post_migrate
+
+        from treeview.extensions import check_extensions
+        from treeview.search import ensure_index_after_migrate
+
+        # ARBOR_EXTENSIONS that cannot be imported show at `manage.py check` and at startup.
+        checks.register(check_extensions)
+        # Django remakes a SQLite table for many schema changes, dropping the search triggers: put them back.
+        post_migrate.connect(ensure_index_after_migrate, sender=self)

@@ -118,6 +118,10 @@ class AgentSession(models.Model):
         names = [self.session_id] + ([self.source_path] if self.source_path else [])
         return AgentSession.objects.filter(parent_session__in=names).exclude(pk=self.pk)  # type: ignore[return-value]
 
+    def forks(self) -> AgentSessionQuerySet:
+        """The sessions branched or forked from this one (:meth:`children`), oldest first."""
+        return self.children().order_by("created_at", "pk")
+
     def resolved_labels(self) -> dict[str, str]:
         """target id → label: the last label entry per target wins; an empty one clears (§5.9)."""
         labels: dict[str, str] = {}

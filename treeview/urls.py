@@ -7,6 +7,8 @@ app_name = "treeview"
 urlpatterns = [
     path("", views.session_list, name="session_list"),
     path("upload/", views.upload, name="upload"),
+    path("search/", views.search, name="search"),
+    path("search/open/", views.search_open, name="search_open"),
     path("s/<str:session_id>/", views.session_detail, name="session_detail"),
     path("s/<str:session_id>/context/", views.session_context, name="session_context"),
     path("s/<str:session_id>/label/", views.set_label, name="set_label"),
@@ -14,4 +16,6 @@ urlpatterns = [
     path("s/<str:session_id>/download.jsonl", views.download_session, name="download_session"),
     path("s/<str:session_id>/branch/<str:entry_id>.jsonl", views.download_branch, name="download_branch"),
     path("s/<str:session_id>/persist-position/", views.persist_position, name="persist_position"),
+    path("s/<str:session_id>/fork/", views.fork_session, name="fork_session"),
+    path("s/<str:session_id>/branch-picker/", views.branch_picker, name="branch_picker"),
 ]
