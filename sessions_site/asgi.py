@@ -14,12 +14,14 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from treeview.routing import websocket_urlpatterns  # noqa: E402
+
 http_application = ASGIStaticFilesHandler(django_asgi_app) if settings.ARBOR_SERVE_STATIC else django_asgi_app
 
 application = ProtocolTypeRouter(
     {
         "http": http_application,
-        # Websocket routes arrive with the progress stream; the origin check and auth are in place already.
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter([]))),
+        # Only pages of an allowed host may open a socket (a foreign site cannot drive navigation).
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

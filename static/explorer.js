@@ -94,10 +94,21 @@ function move(key) {
   return true;
 }
 
+// The entry the conversation pane shows (after Enter or a click on its row).
+function openEntryId() {
+  return document.querySelector("#conversation article.entry.selected")?.dataset.entryId ?? null;
+}
+
 function open() {
-  const anchor = selectedRow() && link(selectedRow());
+  const row = selectedRow();
+  const anchor = row && link(row);
   if (!anchor) {
     return false;
+  }
+  if (row.dataset.entryId === openEntryId() && document.getElementById("navigator")) {
+    // Enter on the entry already open: move the leaf there (/tree); navigate.js asks how.
+    document.dispatchEvent(new CustomEvent("arbor:navigate", { detail: { entryId: row.dataset.entryId } }));
+    return true;
   }
   treeHadFocus = true;
   // A click lets htmx take it (hx-get, hx-push-url); without htmx the browser follows the href.
@@ -170,7 +181,7 @@ async function saveLabel(row, input, form) {
   const body = new URLSearchParams();
   body.set("target_id", row.dataset.entryId);
   body.set("label", input.value);
-  for (const name of ["filter", "q", "leafId"]) {
+  for (const name of ["filter", "q", "leafId", "tab"]) {
     const field = form.elements.namedItem(name);
     body.set(name, field ? field.value : "");
   }
@@ -231,8 +242,24 @@ function editLabel() {
   return true;
 }
 
+// Two Escapes within this time, neither handled by anything else, are a double Escape (§18).
+const DOUBLE_ESCAPE_MS = 500;
+let lastEscape = -Infinity;
+
+function escapePressed() {
+  const now = performance.now();
+  if (now - lastEscape <= DOUBLE_ESCAPE_MS) {
+    lastEscape = -Infinity;
+    document.dispatchEvent(new CustomEvent("arbor:double-escape"));
+    return true;
+  }
+  lastEscape = now;
+  return false;
+}
+
 function onKeyDown(event) {
-  if (event.defaultPrevented || event.isComposing || !tree()) {
+  // A modal dialog (the navigator, the branch picker) handles its own keys.
+  if (event.defaultPrevented || event.isComposing || !tree() || document.querySelector("dialog[open]")) {
     return;
   }
   const key = event.key;
@@ -257,7 +284,13 @@ function onKeyDown(event) {
     cycleFilter(event.shiftKey ? -1 : 1);
     handled = true;
   } else if (key === "Escape" && !editing) {
-    handled = clearSearch();
+    handled = clearSearch() || escapePressed();
+  } else if (key === "/" && !editing && !inSearch && !event.altKey && !event.ctrlKey && !event.metaKey) {
+    const command = document.getElementById("command-input");
+    if (command) {
+      command.focus();
+      handled = true;
+    }
   } else if (editing || !inPane || event.altKey || event.ctrlKey || event.metaKey) {
     return;
   } else if (key === "L" && event.shiftKey && !inSearch) {

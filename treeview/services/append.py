@@ -87,7 +87,10 @@ def append_entry(session: AgentSession, make: EntryMaker, reason: str = "append"
         if facts.ts is not None and (locked.last_timestamp is None or facts.ts > locked.last_timestamp):
             locked.last_timestamp = facts.ts
         locked.save()
-        publish_session_changed(locked.pk, locked.session_id, reason, entry=facts.entry_id)
+        # The new entry is the leaf now (§9.1).
+        publish_session_changed(
+            locked.pk, locked.session_id, reason, entry=facts.entry_id, leaf=locked.leaf_id
+        )
     session.refresh_from_db()
     return row
 
@@ -160,7 +163,7 @@ def move_leaf(session: AgentSession, entry_id: str | None) -> None:
             raise UnknownEntry(entry_id)
         locked.leaf_id = entry_id
         locked.save(update_fields=["leaf_id"])
-        publish_session_changed(locked.pk, locked.session_id, "leaf", entry=entry_id)
+        publish_session_changed(locked.pk, locked.session_id, "leaf", entry=entry_id, leaf=entry_id)
     session.refresh_from_db()
 
 

@@ -153,7 +153,8 @@ def sync_file(path: str | os.PathLike[str], *, progress: Progress | None = None)
     if result.session is not None and (
         result.entries_added or result.entries_removed or result.status == "new"
     ):
-        publish_session_changed(result.session.pk, result.session.session_id, result.status)
+        session = result.session
+        publish_session_changed(session.pk, session.session_id, result.status, leaf=session.leaf_id)
     return result
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import orjson
+from django.conf import settings
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
@@ -20,10 +21,12 @@ from treeview.forms import (
     LabelForm,
     SessionViewForm,
 )
+from treeview.llm import summarizer_status
 from treeview.models import AgentSession
 from treeview.render import full_block_text, render_full_text
 from treeview.services import append
 from treeview.session.selector import FILTER_MODES, FilterMode, Row
+from treeview.views import fork
 from treeview.views.common import copy_param, htmx_target, reverse_or_none, session_links, session_or_404
 
 # -- the session page --------------------------------------------------------------------------------------
@@ -44,6 +47,7 @@ class PageState:
     start: int | None
     end: int | None
     copy: int | None
+    tab: str = ""  # "context" while the Context tab is open: kept in every link so a selection keeps it
 
     def url(self, **changes: Any) -> str:
         """This page's address with some parameters changed (``None`` drops one); defaults are left out."""
@@ -53,6 +57,7 @@ class PageState:
             "q": self.query or None,
             "leafId": self.leaf_param or None,
             "targetId": self.target_id,
+            "tab": self.tab or None,
         }
         params.update(changes)
         query = urlencode({key: value for key, value in params.items() if value is not None and value != ""})
@@ -87,6 +92,7 @@ def _page_state(request: HttpRequest, session: AgentSession) -> tuple[PageState,
         start=data["start"],
         end=data["end"],
         copy=copy_param(request),
+        tab="context" if request.GET.get("tab") == "context" else "",
     )
     return state, tree
 
@@ -138,10 +144,35 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
         ),
         "parent": parent,
         "parent_links": session_links(parent, pick_copy=False) if parent is not None else None,
+        # /branch: the sessions branched from this one, the picker, and the text to continue from.
+        **(_fork_context(request, state, parent) if htmx_target(request) is None else {}),
         "label_value": (node.node.label or "") if node is not None else "",
+        # Totals of the path root → the displayed leaf, from the cached tree (no query).
+        "branch_totals": explorer.branch_totals(tree),
         "oob": False,
         "context_tab_url": state.url(tab="context", end=None),
         "context_fragment_url": _context_url(state),
+        "conversation_tab_url": state.url(tab=None, end=None),
+        "navigation": _navigation_context(state),
+    }
+
+
+def _fork_context(request: HttpRequest, state: PageState, parent: AgentSession | None) -> dict[str, Any]:
+    """The header's forks, the branch picker's address and the "continue from here" text (full pages)."""
+    return {
+        "forks": fork.fork_links(state.session),
+        "branch_picker_url": fork.picker_url(state.session, state.copy),
+        "continue_text": fork.continue_text(parent, request.GET.get("continueFrom")),
+    }
+
+
+def _navigation_context(state: PageState) -> dict[str, Any]:
+    """What the navigator needs: its websocket, whether summaries can run (and why not), double Escape."""
+    query = f"?copy={state.copy}" if state.copy is not None else ""
+    return {
+        "ws_path": f"/ws/s/{quote(state.session.session_id, safe='')}/{query}",
+        "summary": summarizer_status(),
+        "double_escape": settings.ARBOR_DOUBLE_ESCAPE_ACTION,
     }
 
 
@@ -154,7 +185,7 @@ def _conversation_context(context: dict[str, Any], tree: explorer.ExplorerTree) 
         items.append(
             EntryItem(
                 entry,
-                state.url(targetId=entry.entry_id),
+                state.url(targetId=entry.entry_id, tab=None),
                 state.url(targetId=siblings.previous_id) if siblings and siblings.previous_id else None,
                 state.url(targetId=siblings.next_id) if siblings and siblings.next_id else None,
             )
@@ -171,18 +202,28 @@ def _conversation_context(context: dict[str, Any], tree: explorer.ExplorerTree) 
 def _render_detail(request: HttpRequest, state: PageState, tree: explorer.ExplorerTree) -> HttpResponse:
     context = _detail_context(request, state, tree)
     target = htmx_target(request)
-    if target is None:
-        return TemplateResponse(request, DETAIL_TEMPLATE, _conversation_context(context, tree))
     if target == "conversation":
         pane = _conversation_context(context, tree)
         return TemplateResponse(request, DETAIL_TEMPLATE + "#conversation", pane)
     if target == "tree" and state.start is not None:
         # Scrolling the tree window: the conversation stays as it is.
         return TemplateResponse(request, DETAIL_TEMPLATE + "#tree", context)
-    # A new selection, filter or search: the tree, and the conversation swapped out of band.
+    if state.tab == "context":
+        context.update(_context_tab_context(state, tree))
+    if target is None:
+        return TemplateResponse(request, DETAIL_TEMPLATE, _conversation_context(context, tree))
+    # A new selection, filter, search or tab: the tree, and the reading pane swapped out of band (the Context
+    # tab follows the selection while it is open, and closes when the URL has no ``tab=context``).
     tree_html = render_to_string(DETAIL_TEMPLATE + "#tree", context, request)
     pane_context = {**_conversation_context(context, tree), "oob": True}
-    pane_html = render_to_string(DETAIL_TEMPLATE + "#conversation", pane_context, request)
+    pane_html = "".join(
+        render_to_string(name, pane_context, request)
+        for name in (
+            DETAIL_TEMPLATE + "#pane-tabs",
+            DETAIL_TEMPLATE + "#conversation",
+            CONTEXT_TEMPLATE + "#context",
+        )
+    )
     return HttpResponse(tree_html + pane_html)
 
 
@@ -192,12 +233,8 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     """The tree of a session and the conversation of the selected entry (deep links as pi's HTML export)."""
     session = session_or_404(request, session_id)
     state, tree = _page_state(request, session)
-    response = _render_detail(request, state, tree)
-    # The Context tab without JavaScript (or a shared link to it): the same page with the tab open.
-    opened = request.GET.get("tab") == "context" and htmx_target(request) is None
-    if opened and isinstance(response, TemplateResponse) and response.context_data is not None:
-        response.context_data.update(_context_tab_context(state, tree))
-    return response
+    # ``tab=context`` (a link to the tab, or any selection made while it is open) renders the tab open.
+    return _render_detail(request, state, tree)
 
 
 @require_POST
@@ -226,6 +263,7 @@ def set_label(request: HttpRequest, session_id: str) -> HttpResponse:
         start=None,
         end=None,
         copy=copy_param(request),
+        tab="context" if request.POST.get("tab") == "context" else "",
     )
     if htmx_target(request) is None:
         return HttpResponseRedirect(state.url())
@@ -241,9 +279,12 @@ CONTEXT_TEMPLATE = "treeview/_context.html"
 
 
 def _context_url(state: PageState, **changes: Any) -> str:
-    """The context fragment's address for this page state (``copy``, ``leafId``, ``targetId``, ``end``)."""
+    """The context fragment's address for this page state (the page's parameters and ``end``; opening the tab
+    redraws the tree too, so the filter and the search go along)."""
     params: dict[str, Any] = {
         "copy": state.copy,
+        "filter": None if state.mode == "default" else state.mode,
+        "q": state.query or None,
         "leafId": state.leaf_param or None,
         "targetId": state.target_id,
     }
@@ -280,15 +321,19 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
     the fragment, a plain request the session page with the tab open."""
     session = session_or_404(request, session_id)
     state, tree = _page_state(request, session)
+    state = replace(state, tab="context")
+    if htmx_target(request) is None:
+        return _render_detail(request, state, tree)
     tab = _context_tab_context(state, tree)
-    if htmx_target(request) is not None:
-        return TemplateResponse(
-            request, CONTEXT_TEMPLATE + "#context", {"session": session, "state": state, **tab}
-        )
-    response = _render_detail(request, state, tree)
-    if isinstance(response, TemplateResponse) and response.context_data is not None:
-        response.context_data.update(tab)
-    return response
+    fragment = render_to_string(
+        CONTEXT_TEMPLATE + "#context", {"session": session, "state": state, **tab}, request
+    )
+    if state.end is not None:
+        return HttpResponse(fragment)  # paging through the context: only the tab changes
+    # Opening the tab: the tab list and the tree (its links now keep the tab open) out of band.
+    context = {**_detail_context(request, state, tree), **tab, "oob": True}
+    tabs = render_to_string(DETAIL_TEMPLATE + "#pane-tabs", context, request)
+    return HttpResponse(fragment + tabs + render_to_string(DETAIL_TEMPLATE + "#tree", context, request))
 
 
 @require_safe

@@ -1,0 +1,9 @@
+"""Websocket routes (``sessions_site/asgi.py`` mounts them)."""
+
+from django.urls import path
+
+from treeview.consumers import SessionConsumer
+
+websocket_urlpatterns = [
+    path("ws/s/<str:session_id>/", SessionConsumer.as_asgi()),
+]
