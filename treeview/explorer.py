@@ -1,16 +1,26 @@
 """The session page's data: cached flattened trees, the window of tree rows, and a page of the conversation.
 
-Flattening a session means reading every row's columns, so it happens once per (session, state) and is kept in
-a small per-process LRU cache; a request then only filters the in-memory tree, builds the rows of one window,
-and loads and renders one page of the conversation path (the ``raw`` text of at most ``CONVERSATION_PAGE``
-entries).
+A session's forest is read once per process and then kept current from the rows appended since
+(``tree_index.Forest``); a flattened tree is made once per (session, state, leaf) and kept in a small LRU
+cache. When a session grows by a chain below its leaf (a label, an appended entry, a sync of the agent's new
+lines) the new flattened tree is the old one with the chain spliced in below the old leaf, not flattened
+again. A request then only filters the in-memory tree (cached per filter and search), builds the rows of one
+window, and loads and renders one page of the conversation path (the ``raw`` text of at most
+``CONVERSATION_PAGE`` entries).
+
+The server's threads share all of it: the caches have their own locks, a forest changes only under its
+session's lock, and a flattened tree never changes once made (what it derives is computed on first use).
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 import threading
+import weakref
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
@@ -18,26 +28,34 @@ import orjson
 
 from treeview.models import AgentSession
 from treeview.render import EntryView, build_tool_call_map, render_entry
+from treeview.render.text import as_text
+from treeview.session import js
 from treeview.session.selector import (
     FilterMode,
+    FlatNode,
     FlatTree,
     Row,
-    filter_nodes,
     filter_tag,
-    initial_selection,
     make_row,
     window_bounds,
 )
-from treeview.session.selector_tree import flatten_tree
-from treeview.tree_index import DbNode, load_forest
+from treeview.session.selector_tree import flat_only_child, flatten_tree
+from treeview.tree_index import HIDDEN_ASSISTANT, SETTINGS, TOOL_RESULT, USER, DbNode, Forest, gc_paused
 
-# Rows drawn around the selection: about 200 before and 200 after it.
-TREE_WINDOW = 400
+# Rows drawn around the selection: about 100 before and 100 after it. Deep rows carry long indentation
+# prefixes, and the browser's time to lay them out grows with every row (400 rows: +0.3 s in Chromium).
+TREE_WINDOW = 200
 # Entries of the conversation path rendered at once.
 CONVERSATION_PAGE = 100
-# Flattened trees kept per process (one per session state and leaf); forests (one per session state).
+# Flattened trees kept per process (one per session state and leaf); forests (one per session).
 FLAT_CACHE_SIZE = 8
 FOREST_CACHE_SIZE = 4
+# Filter and search results kept per flattened tree (search as you type asks for several).
+VISIBLE_CACHE_SIZE = 8
+# Values a view keeps with a tree (ExplorerTree.memo).
+MEMO_CACHE_SIZE = 8
+# Rendered conversation entries kept per process (a few pages: the neighbours of a selection share most).
+VIEW_CACHE_SIZE = 600
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -51,19 +69,24 @@ class LruCache(Generic[K, V]):
         self._items: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get_or_make(self, key: K, make: Callable[[], V]) -> V:
-        """The cached value, else ``make()`` (called outside the lock: two threads may both build it)."""
+    def get(self, key: K) -> V | None:
         with self._lock:
-            if key in self._items:
+            value = self._items.get(key)
+            if value is not None:
                 self._items.move_to_end(key)
-                return self._items[key]
-        value = make()
+            return value
+
+    def put(self, key: K, value: V) -> None:
         with self._lock:
             self._items[key] = value
             self._items.move_to_end(key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
-        return value
+
+    def items(self) -> list[tuple[K, V]]:
+        """A snapshot, the most recently used last."""
+        with self._lock:
+            return list(self._items.items())
 
     def clear(self) -> None:
         with self._lock:
@@ -73,35 +96,439 @@ class LruCache(Generic[K, V]):
         return len(self._items)
 
 
+# -- flattened trees ---------------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True, slots=True)
+class BranchTotals:
+    """What the path root → leaf holds: entries, messages, tool results (counted as tool calls, like the
+    session's own total), and the tokens and cost its assistant messages report. Cache reads and writes are
+    not stored per entry, so there are no totals of them."""
+
+    entries: int = 0
+    messages: int = 0
+    tool_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+    def plus(self, nodes: Sequence[DbNode]) -> BranchTotals:
+        """These totals with ``nodes`` added, one after the other (so that totals grown by a chain are the
+        same floats as totals summed over the whole path)."""
+        messages, tools, inputs, outputs, cost = (
+            self.messages,
+            self.tool_calls,
+            self.input_tokens,
+            self.output_tokens,
+            self.cost,
+        )
+        for node in nodes:
+            if node.entry["type"] == "message":
+                messages += 1
+                if node.flags & TOOL_RESULT:
+                    tools += 1
+                inputs += node.input_tokens
+                outputs += node.output_tokens
+                cost += node.cost
+        return BranchTotals(self.entries + len(nodes), messages, tools, inputs, outputs, cost)
+
+
+class _IndexedFlat(FlatTree):
+    """A flattened tree that knows its :class:`ExplorerTree`, so that :func:`path_ids`, given only the flat
+    tree (as ``context_tab`` and ``services.navigate`` call it), uses the tree's indexes."""
+
+    __slots__ = ("explorer",)
+    explorer: weakref.ref[ExplorerTree]
+
+
 class ExplorerTree:
-    """A flattened tree and each node's position in it (for tree-order sibling lists)."""
+    """A flattened tree and what requests derive from it, each computed once, on first use.
 
-    flat: FlatTree
-    position: dict[Any, int]
+    ``simple``: the forest had no parent cycle, so the path to a node is its chain of forest parents, and the
+    leaf's path is the first ``leaf_index + 1`` flat nodes (``flatten_tree`` puts the leaf's branch first at
+    every level). ``forest``, ``seq`` and ``generation`` say which state of which forest it was made from.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_active_index",
+        "_active_path",
+        "_memo",
+        "_position",
+        "_totals",
+        "_visible",
+        "flat",
+        "forest",
+        "generation",
+        "leaf_index",
+        "seq",
+        "simple",
+    )
+
+    def __init__(
+        self,
+        flat: FlatTree,
+        *,
+        forest: Forest | None = None,
+        seq: int = 0,
+        generation: int = 0,
+        simple: bool = False,
+        leaf_index: int | None = None,
+        totals: BranchTotals | None = None,
+        active_path: list[str] | None = None,
+        active_index: dict[str, int] | None = None,
+    ) -> None:
+        indexed = _IndexedFlat(
+            flat.nodes, flat.leaf_id, flat.multiple_roots, flat.tool_calls, flat.active_ids, flat.by_id
+        )
+        indexed.explorer = weakref.ref(self)
+        self.flat: FlatTree = indexed
+        self.forest = forest
+        self.seq = seq
+        self.generation = generation
+        self.simple = simple
+        self.leaf_index = leaf_index
+        self._totals = totals
+        self._active_path = active_path
+        self._active_index = active_index
+        self._position: dict[Any, int] | None = None
+        self._visible: LruCache[tuple[str, str], Visible] = LruCache(VISIBLE_CACHE_SIZE)
+        self._memo: LruCache[Hashable, Any] = LruCache(MEMO_CACHE_SIZE)
+
+    def memo(self, key: Hashable, make: Callable[[], V]) -> V:
+        """``make()``, kept with this tree under ``key`` (a few of them): for what a view derives from one
+        state of the session, such as the Context tab at an entry. The tree never changes, so neither does
+        anything made only from it and the session's rows."""
+        found = self._memo.get(key)
+        if found is None:
+            found = make()
+            self._memo.put(key, found)
+        return cast(V, found)
+
+    @property
+    def position(self) -> dict[Any, int]:
+        """Entry id → index in the flattened tree (a later duplicate id wins)."""
+        position = self._position
+        if position is None:
+            position = self._position = {
+                node.node.entry.get("id"): i for i, node in enumerate(self.flat.nodes)
+            }
+        return position
+
+    def position_of(self, entry_id: Any) -> int | None:
+        """The index of ``entry_id`` in the flattened tree; for the ids of the leaf's path (its first nodes)
+        without mapping every node."""
+        if self.simple and self.leaf_index is not None:
+            index = self.active_index().get(entry_id)
+            if index is not None:
+                return index
+        return self.position.get(entry_id)
+
+    def visible(self, mode: FilterMode, query: str) -> Visible:
+        """The nodes shown under a filter mode and search, in tree order (``selector.filter_nodes``)."""
+        key = (mode, query)
+        found = self._visible.get(key)
+        if found is None:
+            found = _filter(self, mode, query)
+            self._visible.put(key, found)
+        return found
+
+    def path_ids(self, entry_id: str | None) -> list[str]:
+        """The ids root → ``entry_id`` (as :func:`path_ids`), from the leaf's path where they share it."""
+        flat = self.flat
+        if not self.simple or self.leaf_index is None or entry_id is None:
+            return _walk_path(flat, entry_id)
+        by_id = flat.by_id
+        active = self.active_index()
+        below: list[str] = []
+        current: Any = entry_id
+        # No cycle: going up reaches the leaf's path or a root.
+        while current is not None and current not in active:
+            node = by_id.get(current)
+            if node is None:
+                break
+            below.append(current)
+            parent = node.node.entry.get("parentId")
+            current = None if parent == current else parent  # a self-parented root
+        below.reverse()
+        if current is not None and current in active:
+            return self.active_path()[: active[current] + 1] + below
+        return below
+
+    def active_path(self) -> list[str]:
+        """The ids root → leaf of a ``simple`` tree."""
+        path = self._active_path
+        if path is None:
+            count = 0 if self.leaf_index is None else self.leaf_index + 1
+            path = self._active_path = [node.node.entry["id"] for node in self.flat.nodes[:count]]
+        return path
+
+    def active_index(self) -> dict[str, int]:
+        """Id → index on the path root → leaf of a ``simple`` tree (which is also its flat index)."""
+        index = self._active_index
+        if index is None:
+            index = self._active_index = {entry_id: i for i, entry_id in enumerate(self.active_path())}
+        return index
+
+    def branch_totals(self) -> BranchTotals:
+        """Totals over the path root → leaf."""
+        totals = self._totals
+        if totals is None:
+            by_id = self.flat.by_id
+            if self.simple:
+                count = 0 if self.leaf_index is None else self.leaf_index + 1
+                path = [cast(DbNode, node.node) for node in self.flat.nodes[:count]]
+            else:
+                path = [cast(DbNode, by_id[i].node) for i in _walk_path(self.flat, self.flat.leaf_id)]
+            totals = self._totals = BranchTotals().plus(path)
+        return totals
+
+    def sibling_order(self, parent: FlatNode) -> list[Any]:
+        """The ids of ``parent``'s children in tree order."""
+        children = parent.node.children
+        if self.simple and self.leaf_index is not None:
+            # flatten_tree's order: the child on the leaf's path first, the others as they are (by time).
+            active = self.active_index()
+            ids = [child.entry.get("id") for child in children]
+            first = [i for i in ids if i in active]
+            return first + [i for i in ids if i not in active] if first else ids
+        position = self.position
+        return sorted(
+            (i for i in (child.entry.get("id") for child in children) if i in position),
+            key=position.__getitem__,
+        )
 
 
-# next_seq grows with every stored entry (labels included), so a changed session never hits a stale tree.
-_forests: LruCache[tuple[int, int], list[DbNode]] = LruCache(FOREST_CACHE_SIZE)
-_trees: LruCache[tuple[int, int, str | None], ExplorerTree] = LruCache(FLAT_CACHE_SIZE)
+class Visible:
+    """The visible nodes under one filter and search, and their indexes in the flattened tree (ascending)."""
+
+    __slots__ = ("nodes", "positions")
+
+    def __init__(self, nodes: list[FlatNode], positions: list[int]) -> None:
+        self.nodes = nodes
+        self.positions = positions
+
+    def select(self, tree: ExplorerTree, selected_id: str | None) -> int | None:
+        """``selector.initial_selection``: the entry (default: the leaf), else its nearest visible ancestor,
+        else the last row; ``None`` when nothing is visible."""
+        if not self.nodes:
+            return None
+        flat = tree.flat
+        positions = self.positions
+        on_path = tree.active_index() if tree.simple and tree.leaf_index is not None else {}
+        current: Any = selected_id if selected_id is not None else flat.leaf_id
+        seen: set[Any] = set()
+        while current is not None and current not in seen:
+            seen.add(current)
+            position = on_path.get(current)
+            if position is not None:
+                # On the leaf's path, whose nodes come first in the tree: the nearest visible ancestor is the
+                # last visible node up to this one (none: the walk would end at the root, so the last row).
+                index = bisect_right(positions, position) - 1
+                return index if index >= 0 else len(self.nodes) - 1
+            position = tree.position_of(current)
+            if position is not None:
+                index = bisect_left(positions, position)
+                if index < len(positions) and positions[index] == position:
+                    return index
+            node = flat.by_id.get(current)
+            if node is None:
+                break
+            current = node.node.entry.get("parentId")
+        return len(self.nodes) - 1
+
+
+_WHITESPACE_RUN = re.compile(f"{js.RE_SPACE}+")
+# Per mode: the flags that hide a node (the leaf is exempt from HIDDEN_ASSISTANT) and a flag it needs.
+_MODE_FLAGS: dict[str, tuple[int, int]] = {
+    "default": (HIDDEN_ASSISTANT | SETTINGS, 0),
+    "no-tools": (HIDDEN_ASSISTANT | SETTINGS | TOOL_RESULT, 0),
+    "user-only": (HIDDEN_ASSISTANT, USER),
+    "labeled-only": (HIDDEN_ASSISTANT, 0),
+    "all": (HIDDEN_ASSISTANT, 0),
+}
+
+
+def _keep(nodes: Sequence[FlatNode], start: int, hide: int, need: int, labeled: bool) -> list[int]:
+    """Indexes (from ``start``) of the nodes a mode shows; they are DbNodes (flags, facts): the explorer only
+    flattens database forests."""
+    flat: Sequence[Any] = nodes
+    if labeled:
+        return [i for i, n in enumerate(flat, start) if not n.node.flags & hide and n.node.label is not None]
+    if need:
+        return [i for i, n in enumerate(flat, start) if not (f := n.node.flags) & hide and f & need]
+    return [i for i, n in enumerate(flat, start) if not n.node.flags & hide]
+
+
+def _filter(tree: ExplorerTree, mode: FilterMode, query: str) -> Visible:
+    """``selector.filter_nodes`` over database nodes, from the flags computed at load (tests compare them)."""
+    if mode not in _MODE_FLAGS:
+        filter_tag(mode)  # raises the core's ValueError
+    hide, need = _MODE_FLAGS[mode]
+    labeled = mode == "labeled-only"
+    nodes: list[Any] = tree.flat.nodes
+    leaf = tree.leaf_index
+    if leaf is None:
+        positions = _keep(nodes, 0, hide, need, labeled)
+    else:
+        positions = _keep(nodes[:leaf], 0, hide, need, labeled)
+        positions += _keep(nodes[leaf : leaf + 1], leaf, hide & ~HIDDEN_ASSISTANT, need, labeled)
+        positions += _keep(nodes[leaf + 1 :], leaf + 1, hide, need, labeled)
+    for token in (t for t in _WHITESPACE_RUN.split(query.lower()) if t):
+        # selector._haystack is "<label> <search text>"; a token holds no whitespace: it is in one of them.
+        positions = [
+            i
+            for i in positions
+            if token in (node := nodes[i].node).facts.search_text
+            or ((label := node.label) and token in label.lower())
+        ]
+    return Visible([nodes[i] for i in positions], positions)
+
+
+# A session is its pk and when it was imported (SQLite may give a deleted session's pk to the next one).
+SessionKey = tuple[int, Any]
+# A forest per session, kept current as the session grows; a flattened tree per (session, next_seq,
+# entry_count, leaf): next_seq grows with every stored entry (labels included) and a rewrite that only drops
+# rows lowers entry_count, so a changed session never hits a stale tree.
+_forests: LruCache[SessionKey, Forest] = LruCache(FOREST_CACHE_SIZE)
+_trees: LruCache[tuple[SessionKey, int, int, str | None], ExplorerTree] = LruCache(FLAT_CACHE_SIZE)
+# Rendered entries per (session, row seq, the call a tool result answers): rows never change.
+_views: LruCache[tuple[SessionKey, int, bytes | None], EntryView] = LruCache(VIEW_CACHE_SIZE)
+_locks: dict[int, threading.Lock] = {}
+_locks_lock = threading.Lock()
 
 
 def clear_caches() -> None:
-    """Forget every cached tree (tests, or after a bulk re-import)."""
+    """Forget every cached forest, tree and rendered entry (tests; a benchmark's server restart)."""
     _forests.clear()
     _trees.clear()
+    _views.clear()
+
+
+def session_key(session: AgentSession) -> SessionKey:
+    """What tells one stored session from any other, for the caches."""
+    return (session.pk, session.imported_at)
+
+
+def _session_lock(session_pk: int) -> threading.Lock:
+    with _locks_lock:
+        lock = _locks.get(session_pk)
+        if lock is None:
+            lock = _locks[session_pk] = threading.Lock()
+        return lock
 
 
 def explorer_tree(session: AgentSession, leaf_id: str | None) -> ExplorerTree:
     """The session flattened with ``leaf_id``'s branch first (``None``: no leaf), from the cache."""
-    state = (session.pk, session.next_seq)
+    identity = session_key(session)
+    key = (identity, session.next_seq, session.entry_count, leaf_id)
+    tree = _trees.get(key)
+    if tree is not None:
+        return tree
+    # One thread per session reads and flattens; the others wait for its result rather than repeat the work.
+    with _session_lock(session.pk):
+        tree = _trees.get(key)
+        if tree is not None:
+            return tree
+        forest = _forests.get(identity)
+        if forest is None:
+            forest = Forest.load(session)
+            _forests.put(identity, forest)
+        else:
+            forest.refresh(session)
+        tree = _extended_tree(forest, leaf_id) or _flattened_tree(forest, leaf_id)
+        _trees.put(key, tree)
+        return tree
 
-    def make() -> ExplorerTree:
-        forest = _forests.get_or_make(state, lambda: load_forest(session))
-        flat = flatten_tree(forest, leaf_id)
-        return ExplorerTree(flat, {node.id: i for i, node in enumerate(flat.nodes)})
 
-    return _trees.get_or_make((*state, leaf_id), make)
+def _flattened_tree(forest: Forest, leaf_id: str | None) -> ExplorerTree:
+    leaf_index = None
+    path: list[DbNode] | None = None
+    nodes = forest.nodes
+    if not forest.cycles and leaf_id is not None and leaf_id in nodes:
+        # The leaf's path from the parent links (no cycle: every parent that exists is the forest parent),
+        # which spares flatten_tree a walk over the whole forest to find it.
+        node = nodes[leaf_id]
+        path = [node]
+        while (parent := nodes.get(node.entry["parentId"])) is not None and parent is not node:
+            path.append(parent)
+            node = parent
+        path.reverse()
+        # The leaf's branch comes first at every level: its path is the first nodes, the leaf last of them.
+        leaf_index = len(path) - 1
+    with gc_paused():
+        flat = flatten_tree(forest.roots, leaf_id, path)
+    return ExplorerTree(
+        flat,
+        forest=forest,
+        seq=forest.next_seq,
+        generation=forest.generation,
+        simple=not forest.cycles,
+        leaf_index=leaf_index,
+    )
+
+
+def _extended_tree(forest: Forest, leaf_id: str | None) -> ExplorerTree | None:
+    """The tree for ``leaf_id`` made from a cached tree of the same forest when all that was appended since is
+    one chain below that tree's leaf, ending at ``leaf_id`` (a label, appended entries, the agent's next
+    turns): the chain goes right below the old leaf, every other node keeps its place and drawing."""
+    if forest.cycles or leaf_id is None:
+        return None
+    for _, base in reversed(_trees.items()):
+        if base.forest is not forest or base.generation != forest.generation or base.leaf_index is None:
+            continue
+        chain = forest.appended_since(base.seq)
+        if not chain or chain[-1].entry["id"] != leaf_id or chain[-1].children:
+            continue
+        links = [cast(DbNode, base.flat.nodes[base.leaf_index].node), *chain]
+        # Each node has exactly the next as its only child (so the old leaf had none): nothing else moved.
+        if all(len(a.children) == 1 and a.children[0] is b for a, b in zip(links, chain, strict=False)):
+            return _spliced(forest, base, chain)
+    return None
+
+
+def _spliced(forest: Forest, base: ExplorerTree, chain: list[DbNode]) -> ExplorerTree:
+    """``base`` with ``chain`` drawn below its leaf, as ``flatten_tree`` draws it (tests compare the two)."""
+    flat = base.flat
+    assert base.leaf_index is not None
+    at = base.leaf_index + 1
+    parent = flat.nodes[base.leaf_index]
+    added: list[FlatNode] = []
+    for node in chain:
+        parent = flat_only_child(parent, node, flat.multiple_roots)
+        added.append(parent)
+    by_id = dict(flat.by_id)
+    active_ids = set(flat.active_ids)
+    for flat_node in added:
+        entry_id = flat_node.node.entry["id"]
+        by_id[entry_id] = flat_node
+        active_ids.add(entry_id)
+    nodes = flat.nodes[:at] + added + flat.nodes[at:]
+    # Database nodes carry no message content, so there is no tool call to register: tool_calls stays.
+    grown = FlatTree(nodes, chain[-1].entry["id"], flat.multiple_roots, flat.tool_calls, active_ids, by_id)
+    # What the old tree derived along the leaf's path grows by the chain too.
+    ids = [node.entry["id"] for node in chain]
+    active_path = base._active_path + ids if base._active_path is not None else None
+    active_index = None
+    if base._active_index is not None:
+        active_index = dict(base._active_index)
+        active_index.update(zip(ids, range(at, at + len(ids)), strict=True))
+    return ExplorerTree(
+        grown,
+        forest=forest,
+        seq=forest.next_seq,
+        generation=forest.generation,
+        simple=True,
+        leaf_index=base.leaf_index + len(chain),
+        totals=base._totals.plus(chain) if base._totals is not None else None,
+        active_path=active_path,
+        active_index=active_index,
+    )
+
+
+def branch_totals(tree: ExplorerTree) -> BranchTotals:
+    """Totals of the path root → the tree's leaf (cached with the tree)."""
+    return tree.branch_totals()
 
 
 # -- the tree pane -----------------------------------------------------------------------------------------
@@ -140,9 +567,9 @@ def tree_window(
     """The visible rows around the selection (§17.1: the target, else its nearest visible ancestor, else the
     last row), or from ``start`` when the reader scrolls to earlier or later rows."""
     flat = tree.flat
-    nodes = filter_nodes(flat, mode, query)
-    # The selection rule only reads `.id` of each row, which a FlatNode has too: no Row for every node.
-    index = initial_selection(flat, cast(Sequence[Row], nodes), target_id)
+    visible = tree.visible(mode, query)
+    nodes = visible.nodes
+    index = visible.select(tree, target_id)
     if start is None:
         begin, end = window_bounds(index, len(nodes), TREE_WINDOW)
     else:
@@ -201,16 +628,25 @@ class ConversationPage:
 
 def path_ids(flat: FlatTree, entry_id: str | None) -> list[str]:
     """The ids root → ``entry_id`` through parent links (stops at a missing parent or a repeated id)."""
+    explorer = getattr(flat, "explorer", None)
+    tree = explorer() if explorer is not None else None
+    if tree is not None:
+        return cast(ExplorerTree, tree).path_ids(entry_id)
+    return _walk_path(flat, entry_id)
+
+
+def _walk_path(flat: FlatTree, entry_id: str | None) -> list[str]:
     ids: list[str] = []
     seen: set[Any] = set()
     current: Any = entry_id
+    by_id = flat.by_id
     while current is not None and current not in seen:
-        node = flat.by_id.get(current)
+        node = by_id.get(current)
         if node is None:
             break
         seen.add(current)
         ids.append(cast(str, current))
-        current = node.entry.get("parentId")
+        current = node.node.entry.get("parentId")
     ids.reverse()
     return ids
 
@@ -221,8 +657,7 @@ def siblings_of(tree: ExplorerTree, entry_id: str) -> Sibling | None:
     parent = tree.flat.by_id.get(node.entry.get("parentId")) if node is not None else None
     if parent is None or len(parent.node.children) < 2:
         return None
-    ids = [child.entry.get("id") for child in parent.node.children]
-    ordered = sorted((i for i in ids if i in tree.position), key=tree.position.__getitem__)
+    ordered = tree.sibling_order(parent)
     if entry_id not in ordered:
         return None
     i = ordered.index(entry_id)
@@ -234,32 +669,68 @@ def siblings_of(tree: ExplorerTree, entry_id: str) -> Sibling | None:
     )
 
 
-def _load_entries(session: AgentSession, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    entries: dict[str, dict[str, Any]] = {}
-    rows = session.entries.filter(entry_id__in=ids).exclude(type="session").order_by("seq")
-    for entry_id, raw in rows.values_list("entry_id", "raw"):
+def _load_entries(session: AgentSession, ids: Sequence[str]) -> dict[str, tuple[int, dict[str, Any]]]:
+    """id → (seq, parsed entry) of these ids (the last row of an id, as in the tree)."""
+    entries: dict[str, tuple[int, dict[str, Any]]] = {}
+    # No ORDER BY: with it SQLite walks the whole session in seq order instead of looking the ids up in the
+    # (session, entry_id) index (60 ms for 100 ids of a 100,000-entry session). Sorted here instead.
+    rows = session.entries.filter(entry_id__in=ids).exclude(type="session")
+    for seq, entry_id, raw in sorted(rows.values_list("seq", "entry_id", "raw")):
         try:
             parsed = orjson.loads(raw)
         except orjson.JSONDecodeError:
             parsed = {"type": "", "id": entry_id, "value": raw}
         # A later row with the same id replaces the earlier one, as in the tree.
-        entries[entry_id] = parsed if isinstance(parsed, dict) else {"type": "", "id": entry_id}
+        entries[entry_id] = (seq, parsed if isinstance(parsed, dict) else {"type": "", "id": entry_id})
     return entries
+
+
+def _call_fingerprint(entry: Mapping[str, Any], tool_calls: Mapping[str, Any]) -> bytes | None:
+    """What a tool result's rendering takes from the rest of the page: the call it answers (as the renderer
+    looks it up), as a short digest; ``None`` for every other entry."""
+    message = entry.get("message")
+    if entry.get("type") != "message" or not isinstance(message, dict) or message.get("role") != "toolResult":
+        return None
+    call_id = as_text(message.get("toolCallId"))
+    call = tool_calls.get(call_id) if call_id else None
+    if call is None:
+        return b""
+    return hashlib.blake2b(orjson.dumps(call, option=orjson.OPT_NON_STR_KEYS), digest_size=16).digest()
+
+
+def _rendered(key: SessionKey, seq: int, entry: dict[str, Any], tool_calls: dict[str, Any]) -> EntryView:
+    """The entry's view, from the cache when the same row was rendered with the same call before."""
+    cache_key = (key, seq, _call_fingerprint(entry, tool_calls))
+    view = _views.get(cache_key)
+    if view is None:
+        view = render_entry(entry, tool_calls)
+        _views.put(cache_key, view)
+    return view
 
 
 def conversation_page(
     session: AgentSession, tree: ExplorerTree, entry_id: str | None, end: int | None
 ) -> ConversationPage:
-    """One page of the path root → ``entry_id``, ending at ``end`` (default: the entry itself), rendered."""
-    ids = path_ids(tree.flat, entry_id)
+    """One page of the path root → ``entry_id``, ending at ``end`` (default: the entry itself), rendered;
+    kept with the tree (a filter, a search or a scroll of the tree shows the same page again)."""
+    return tree.memo(
+        ("conversation", session_key(session), entry_id, end),
+        lambda: _conversation_page(session, tree, entry_id, end),
+    )
+
+
+def _conversation_page(
+    session: AgentSession, tree: ExplorerTree, entry_id: str | None, end: int | None
+) -> ConversationPage:
+    ids = tree.path_ids(entry_id)
     stop = len(ids) if end is None else max(0, min(end, len(ids)))
     begin = max(0, stop - CONVERSATION_PAGE)
     page_ids = ids[begin:stop]
     loaded = _load_entries(session, page_ids)
-    present = [loaded[i] for i in page_ids if i in loaded]
-    tool_calls = build_tool_call_map(present)
+    tool_calls = build_tool_call_map([loaded[i][1] for i in page_ids if i in loaded])
+    key = session_key(session)
     entries = [
-        ConversationEntry(render_entry(loaded[i], tool_calls), i, siblings_of(tree, i))
+        ConversationEntry(_rendered(key, loaded[i][0], loaded[i][1], tool_calls), i, siblings_of(tree, i))
         for i in page_ids
         if i in loaded
     ]

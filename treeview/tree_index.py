@@ -3,20 +3,53 @@
 No line is parsed again: each node carries the row text, search text and "has text" fact computed once at
 import (``Entry.text``, ``search_text``, ``has_text``), so the core's own flattening, filtering, search and
 selection rules run unchanged on it (``treeview.session.selector``).
+
+A :class:`Forest` is the per-session structure the web pages keep in memory: it is read once (one query over
+the indexed columns, never ``raw``) and then kept current by reading only the rows appended since
+(:meth:`Forest.refresh`): a label, an entry Arbor appended, the lines a sync added. Anything else (a rewrite
+that deleted rows, an entry that would move existing nodes) makes it read everything again. A big session's
+rows are also kept on disk (a snapshot under ``ARBOR_DATA_DIR/cache/forests``), so that after a restart the
+server reads that file and only the rows added since, not the whole table.
 """
 
 from __future__ import annotations
 
+import gc
+import hashlib
+import logging
+import os
+import threading
+import time
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from treeview.models import AgentSession
-from treeview.session.selector import FilterMode, FlatTree, Row, RowFacts, flatten_tree, visible_rows
-from treeview.session.tree import build_forest
+import orjson
+from django.conf import settings
+from django.db import connections, router
 
-__all__ = ["DbNode", "flatten_session", "load_forest", "select_rows"]
+from treeview.models import AgentSession, Entry
+from treeview.session.selector import FilterMode, FlatTree, Row, RowFacts, flatten_tree, visible_rows
+from treeview.session.tree import build_forest, sort_children
+
+__all__ = [
+    "HIDDEN_ASSISTANT",
+    "SETTINGS",
+    "TOOL_RESULT",
+    "USER",
+    "DbNode",
+    "Forest",
+    "flatten_session",
+    "gc_paused",
+    "load_forest",
+    "select_rows",
+]
 
 _COLUMNS = (
+    "seq",
     "entry_id",
     "parent_id",
     "type",
@@ -26,7 +59,29 @@ _COLUMNS = (
     "text",
     "search_text",
     "has_text",
+    "label_target",
+    "label_text",
+    "input_tokens",
+    "output_tokens",
+    "cost",
 )
+
+# What the tree filters test of a node, as bit flags computed once per row (``DbNode.flags``); the explorer's
+# filter combines them per mode (it gives the same rows as ``selector.filter_nodes``, which tests pass).
+#: An assistant message with no text that neither failed nor was aborted: hidden unless it is the leaf.
+HIDDEN_ASSISTANT = 1
+#: A user message (the user-only mode).
+USER = 2
+#: A bookkeeping entry the default and no-tools modes hide (label, custom, model and thinking changes).
+SETTINGS = 4
+#: A tool result (hidden by no-tools).
+TOOL_RESULT = 8
+
+logger = logging.getLogger(__name__)
+
+_SETTINGS_TYPES = frozenset({"label", "custom", "model_change", "thinking_level_change"})
+# Appended nodes remembered for deriving flattened trees incrementally (older trees are flattened again).
+_LOG_LIMIT = 2000
 
 
 @dataclass(slots=True)
@@ -37,23 +92,368 @@ class DbNode:
     facts: RowFacts
     label: str | None = None
     children: list[DbNode] = field(default_factory=list)
+    #: The node's place in file order: the seq of the first row with its id.
+    seq: int = 0
+    flags: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+
+_gc_lock = threading.Lock()
+_gc_pauses = 0
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a forest or a flattened tree is built.
+
+    Both are hundreds of thousands of small acyclic objects that live on in a cache; the collector would scan
+    them again and again while they are made (more than half of the load time), and then once more in each
+    younger generation (0.2 s each for a 100,000-entry session). So they go straight to the oldest generation
+    (``freeze`` then ``unfreeze`` moves every tracked object there without looking at it), which only a full
+    collection scans. Counted, so that builds in concurrent threads nest.
+    """
+    global _gc_pauses
+    with _gc_lock:
+        if _gc_pauses == 0 and not gc.isenabled():
+            # Someone else turned it off: leave it as it is.
+            yield
+            return
+        _gc_pauses += 1
+        gc.disable()
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0:
+                gc.freeze()
+                gc.unfreeze()
+                gc.enable()
+
+
+# The message part of a node's entry: one shared dict per (role, stop reason), as nodes never change it and a
+# hundred thousand messages have a handful of pairs. Bounded, in case a file invents many stop reasons.
+_MESSAGES: dict[tuple[Any, Any], dict[str, Any]] = {}
+_MESSAGES_LIMIT = 512
+
+
+def _message(role: Any, stop_reason: Any) -> dict[str, Any]:
+    key = (role, stop_reason)
+    message = _MESSAGES.get(key)
+    if message is None:
+        message = {"role": role or None, "stopReason": stop_reason}
+        if len(_MESSAGES) < _MESSAGES_LIMIT:
+            _MESSAGES[key] = message
+    return message
+
+
+def _node(row: Sequence[Any]) -> DbNode:
+    """The node of one row in ``_COLUMNS`` order."""
+    (
+        seq,
+        entry_id,
+        parent_id,
+        kind,
+        role,
+        timestamp,
+        stop_reason,
+        text,
+        search_text,
+        has_text,
+        _,
+        _,
+        i,
+        o,
+        c,
+    ) = row
+    entry: dict[str, Any] = {"type": kind, "id": entry_id, "parentId": parent_id, "timestamp": timestamp}
+    flags = 0
+    if kind == "message":
+        entry["message"] = _message(role, stop_reason)
+        if role == "assistant":
+            # selector._passes: errors and aborts stay, tool-call-only turns go (unless at the leaf).
+            if not has_text and (not stop_reason or stop_reason in ("stop", "toolUse")):
+                flags = HIDDEN_ASSISTANT
+        elif role == "user":
+            flags = USER
+        elif role == "toolResult":
+            flags = TOOL_RESULT
+    elif kind in _SETTINGS_TYPES:
+        flags = SETTINGS
+    return DbNode(
+        entry, RowFacts(text, search_text, bool(has_text)), None, [], seq, flags, i or 0, o or 0, c or 0.0
+    )
+
+
+def _rows(session_pk: int, start: int, stop: int | None) -> Iterator[tuple[Any, ...]]:
+    """The rows with ``start <= seq < stop`` in ``_COLUMNS`` order, as the driver returns them (Django's value
+    converters cost more than the query for 100,000 rows: ``has_text`` comes as 0/1 on SQLite)."""
+    rows = Entry.objects.filter(session_id=session_pk, seq__gte=start)
+    if stop is not None:
+        rows = rows.filter(seq__lt=stop)
+    query = rows.order_by("seq").values_list(*_COLUMNS)
+    sql, params = query.query.sql_with_params()
+    with connections[router.db_for_read(Entry)].cursor() as cursor:
+        cursor.execute(sql, params)
+        while batch := cursor.fetchmany(5000):
+            yield from batch
+
+
+class Forest:
+    """A session's forest (§10.6) as of the rows with ``seq < next_seq``, with the resolved labels.
+
+    Nodes are only ever added; a label change sets ``DbNode.label`` in place. A node's ``children`` list and
+    ``roots`` are replaced, never changed in place, so a thread walking the forest while another appends sees
+    the old lists whole. The caller serializes :meth:`refresh` calls (``explorer`` holds a lock per session).
+    """
+
+    def __init__(self, session_pk: int) -> None:
+        self.session_pk = session_pk
+        self.nodes: dict[str, DbNode] = {}
+        self.roots: list[DbNode] = []
+        self.labels: dict[str, str] = {}
+        self.next_seq = 0
+        self.row_count = 0  # every row with seq < next_seq, the header and id-less lines included
+        self.cycles = False  # build_forest broke a parent cycle: incremental updates are not attempted
+        self.dangling: set[str] = set()  # parent ids of orphan roots: an entry with such an id re-links them
+        self.generation = 0  # counts full loads
+        self.log: list[DbNode] = []  # nodes appended since the last full load, in seq order
+        self.log_start = 0  # the log holds every node with seq >= log_start
+
+    @classmethod
+    def load(cls, session: AgentSession) -> Forest:
+        """Read the whole session: from its snapshot (then only the rows added since), else from the table
+        (one query over the indexed columns)."""
+        forest = cls(session.pk)
+        if not forest._restore(session):
+            forest.reload(session)
+        return forest
+
+    def reload(self, session: AgentSession) -> None:
+        """Read everything again, up to the session's ``next_seq``; a big session's rows are saved as its
+        snapshot for the next start of the server."""
+        stop = session.next_seq
+        with gc_paused():  # a hundred thousand row tuples: no collection while they pile up
+            rows = list(_rows(self.session_pk, 0, stop))
+            self._build(rows, stop)
+        if len(rows) >= SNAPSHOT_MIN_ROWS:
+            _save_snapshot(_snapshot_key(session), stop, rows)
+
+    def _build(self, rows: Sequence[Sequence[Any]], stop: int) -> None:
+        """Make the forest of these rows (``_COLUMNS``, seq order), every row with ``seq < stop``."""
+        nodes: dict[str, DbNode] = {}
+        labels: dict[str, str] = {}
+        with gc_paused():
+            for row in rows:
+                kind = row[3]
+                if kind == "label":
+                    _resolve_label(labels, row[10], row[11])
+                entry_id = row[1]
+                if kind == "session" or not entry_id:
+                    continue
+                node = _node(row)
+                previous = nodes.get(entry_id)
+                if previous is not None:
+                    # A later row with the same id replaces the earlier one and keeps its place, like the
+                    # agent's map: its seq stays the place (siblings are ordered by it).
+                    node.seq = previous.seq
+                nodes[entry_id] = node
+            for target, text in labels.items():
+                if (labeled := nodes.get(target)) is not None:
+                    labeled.label = text
+            roots, cycle_ids = build_forest(nodes)
+        self.nodes = nodes
+        self.roots = roots
+        self.labels = labels
+        self.next_seq = stop
+        self.row_count = len(rows)
+        self.cycles = bool(cycle_ids)
+        self.dangling = {
+            parent
+            for root in roots
+            if isinstance(parent := root.entry.get("parentId"), str) and parent != root.entry.get("id")
+        }
+        self.generation += 1
+        self.log = []
+        self.log_start = self.next_seq
+
+    def _restore(self, session: AgentSession) -> bool:
+        """Build from the session's snapshot, then bring it up to the session; ``False`` when there is no
+        usable snapshot (none, another session's, newer than the session, or too far behind it)."""
+        if session.next_seq < SNAPSHOT_MIN_ROWS:
+            return False
+        key = _snapshot_key(session)
+        try:
+            with gc_paused():
+                data = orjson.loads(_snapshot_path(key).read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return False
+        if not isinstance(data, dict) or data.get("version") != SNAPSHOT_VERSION or data.get("key") != key:
+            return False
+        stop, rows = data.get("next_seq"), data.get("rows")
+        if not isinstance(stop, int) or not isinstance(rows, list) or stop > session.next_seq:
+            return False
+        if session.next_seq - stop > max(SNAPSHOT_MIN_ROWS // 4, len(rows) // 5):
+            return False  # reading the table (and saving a new snapshot) is about as fast
+        self._build(rows, stop)
+        # Only the rows added since are read; a deletion since (a rewritten file) reads everything.
+        self.refresh(session)
+        return True
+
+    def refresh(self, session: AgentSession) -> bool:
+        """Bring the forest up to ``session`` (its ``next_seq`` and ``entry_count``). Returns whether that was
+        done by appending the new rows; otherwise (rows were deleted, or a new row would move existing
+        nodes) everything was read again."""
+        stop = session.next_seq
+        if stop < self.next_seq:
+            return True  # an older view of the session: this forest is newer
+        if stop == self.next_seq:
+            if session.entry_count == self.row_count:
+                return True
+            self.reload(session)
+            return False
+        rows = list(_rows(self.session_pk, self.next_seq, stop))
+        # Rows are never updated, only appended or (a rewritten file) deleted: the count tells a deletion.
+        if self.cycles or self.row_count + len(rows) != session.entry_count or not self._append(rows, stop):
+            self.reload(session)
+            return False
+        return True
+
+    def _append(self, rows: list[tuple[Any, ...]], stop: int) -> bool:
+        """Add these rows (seq order) if each only adds a node below a known parent, or a new root; checks
+        all of them before changing anything."""
+        nodes = self.nodes
+        new: dict[str, DbNode] = {}
+        dangling: set[str] = set()
+        for row in rows:
+            entry_id, parent_id, kind = row[1], row[2], row[3]
+            if kind == "session" or not entry_id:
+                continue
+            if entry_id in nodes or entry_id in new or entry_id in self.dangling or entry_id in dangling:
+                return False  # a duplicate id replaces a node; a missing parent arriving re-links orphans
+            new[entry_id] = _node(row)
+            orphan = parent_id not in nodes and parent_id not in new
+            if isinstance(parent_id, str) and parent_id != entry_id and orphan:
+                dangling.add(parent_id)
+        labels = self.labels
+        touched: set[str] = set()
+        for row in rows:
+            if row[3] == "label":
+                _resolve_label(labels, row[10], row[11])
+                touched.add(row[10])
+        roots = self.roots
+        for entry_id, node in new.items():
+            node.label = labels.get(entry_id)
+            nodes[entry_id] = node
+            parent_id = node.entry["parentId"]
+            parent = nodes.get(parent_id) if isinstance(parent_id, str) and parent_id != entry_id else None
+            if parent is None:
+                roots = [*roots, node]
+            elif not parent.children:
+                parent.children = [node]
+            else:
+                # Siblings sorted by timestamp, stable in file order: as build_forest would, from file order.
+                children = sorted(parent.children, key=_seq)
+                children.append(node)
+                sort_children(children)
+                parent.children = children
+            self.log.append(node)
+        for target in touched:
+            if (labeled := nodes.get(target)) is not None:
+                labeled.label = labels.get(target)
+        self.roots = roots
+        self.dangling |= dangling
+        self.row_count += len(rows)
+        self.next_seq = stop
+        if len(self.log) > _LOG_LIMIT:
+            del self.log[: len(self.log) - _LOG_LIMIT // 2]
+            self.log_start = self.log[0].seq
+        return True
+
+    def appended_since(self, seq: int) -> list[DbNode] | None:
+        """The nodes appended with ``seq`` or later (seq order); ``None`` when the log does not reach back."""
+        if seq < self.log_start:
+            return None
+        return self.log[bisect_left(self.log, seq, key=_seq) :]
+
+
+# -- snapshots: a big session's rows on disk, so that a server start need not read them from the table -------
+
+#: Sessions with at least this many rows keep a snapshot (smaller ones load from the table in a blink).
+SNAPSHOT_MIN_ROWS = 20_000
+SNAPSHOT_VERSION = 1
+#: Snapshot files kept (the most recently written); each is about 360 bytes a row.
+SNAPSHOTS_KEPT = 12
+
+
+def snapshot_dir() -> Path:
+    return Path(settings.ARBOR_DATA_DIR) / "cache" / "forests"
+
+
+def _snapshot_key(session: AgentSession) -> str:
+    """Names one session of one database: rows with ``seq < next_seq`` never change, so a snapshot stays
+    true for it (rows deleted since show in the count, see :meth:`Forest.refresh`)."""
+    database = connections[router.db_for_read(Entry)].settings_dict.get("NAME")
+    stamp = session.imported_at.isoformat() if session.imported_at is not None else ""
+    return f"{database}|{session.pk}|{stamp}|{session.session_id}"
+
+
+def _snapshot_path(key: str) -> Path:
+    pk = key.split("|")[1]
+    return snapshot_dir() / f"{pk}-{hashlib.blake2b(key.encode(), digest_size=12).hexdigest()}.json"
+
+
+def _save_snapshot(key: str, stop: int, rows: list[tuple[Any, ...]]) -> None:
+    """Write the snapshot in a thread of its own (the request does not wait); a failure is only logged."""
+
+    def write() -> None:
+        path = _snapshot_path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            data = orjson.dumps({"version": SNAPSHOT_VERSION, "key": key, "next_seq": stop, "rows": rows})
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+            _prune_snapshots(path)
+        except (OSError, TypeError, orjson.JSONEncodeError):
+            logger.warning("could not save the forest snapshot %s", path, exc_info=True)
+
+    # Not a daemon: a process that ends meanwhile finishes writing first.
+    threading.Thread(target=write, name="forest-snapshot").start()
+
+
+def _prune_snapshots(kept: Path) -> None:
+    """Drop older snapshots of the same session id number and all but the newest ``SNAPSHOTS_KEPT``."""
+    prefix = kept.name.split("-")[0] + "-"
+    files = sorted(snapshot_dir().glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for number, path in enumerate(files):
+        if path != kept and (number >= SNAPSHOTS_KEPT or path.name.startswith(prefix)):
+            path.unlink(missing_ok=True)
+    for tmp in snapshot_dir().glob("*.tmp"):
+        if time.time() - tmp.stat().st_mtime > 3600:
+            tmp.unlink(missing_ok=True)
+
+
+def _seq(node: DbNode) -> int:
+    return node.seq
+
+
+def _resolve_label(labels: dict[str, str], target: str, text: str) -> None:
+    """One label entry applied to target → label (§5.9, JS Map semantics: a set keeps its place, an empty
+    label clears), as ``AgentSession.resolved_labels`` does."""
+    if not target:
+        return
+    if text:
+        labels[target] = text
+    else:
+        labels.pop(target, None)
 
 
 def load_forest(session: AgentSession) -> list[DbNode]:
     """The session as a forest (§10.6), from its rows in file order."""
-    labels = session.resolved_labels()
-    nodes: dict[str, DbNode] = {}
-    rows = session.entries.exclude(type="session").exclude(entry_id="").order_by("seq").values_list(*_COLUMNS)
-    for entry_id, parent_id, kind, role, timestamp, stop_reason, text, search_text, has_text in rows.iterator(
-        chunk_size=5000
-    ):
-        entry: dict[str, Any] = {"type": kind, "id": entry_id, "parentId": parent_id, "timestamp": timestamp}
-        if kind == "message":
-            entry["message"] = {"role": role or None, "stopReason": stop_reason}
-        # A later row with the same id replaces the earlier one and keeps its place, like the agent's map.
-        nodes[entry_id] = DbNode(entry, RowFacts(text, search_text, has_text), labels.get(entry_id))
-    roots, _ = build_forest(nodes)
-    return roots
+    return Forest.load(session).roots
 
 
 def flatten_session(session: AgentSession, leaf_id: str | None = None) -> FlatTree:

@@ -140,7 +140,17 @@ class Row:
 
     def prefix(self, symbols: TreeSymbols = UNICODE_SYMBOLS) -> str:
         """The indentation drawn before the marker: gutters, the connector, spaces (3 chars a level)."""
-        return _prefix(self.display_indent, self.flat.gutter_levels(), self.connector, symbols)
+        memo = self.flat.drawing_memo()
+        if memo is None:
+            return _prefix(self.display_indent, {}, self.connector, symbols)
+        # Rows of a chain share their gutters, and deep rows have hundreds of them: drawn once per kind.
+        key = (self.display_indent, self.connector, symbols)
+        text = memo.get(key)
+        if text is None:
+            text = memo[key] = _prefix(
+                self.display_indent, self.flat.gutter_levels(), self.connector, symbols
+            )
+        return text
 
 
 # --------------------------------------------------------------------------------------------------
@@ -318,16 +328,15 @@ def _prefix(
             + (chars[1] if len(chars) > 1 else symbols.horizontal)
             + (chars[2] if len(chars) > 2 else " ")
         )
-    parts: list[str] = []
-    for level in range(display_indent):
-        show = by_level.get(level)
-        if show is not None:
-            parts.append((symbols.vertical if show else " ") + "  ")
-        elif level == connector_level:
-            parts.append(glyph)
-        else:
-            parts.append("   ")
-    return "".join(parts)
+    # Three spaces a level, then the guides and the connector: a row can sit a thousand levels deep.
+    cells = ["   "] * display_indent
+    bar = symbols.vertical + "  "
+    for level, show in by_level.items():
+        if show and 0 <= level < display_indent:
+            cells[level] = bar
+    if connector and by_level.get(connector_level) is None:
+        cells[connector_level] = glyph
+    return "".join(cells)
 
 
 def _char_width(ch: str) -> int:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from treeview.session import js
 from treeview.session.jsonl import UNDEFINED
 
-__all__ = ["FlatNode", "FlatTree", "Gutter", "TreeNodeLike", "flatten_tree"]
+__all__ = ["FlatNode", "FlatTree", "Gutter", "TreeNodeLike", "flat_only_child", "flatten_tree"]
 
 
 class TreeNodeLike(Protocol):
@@ -66,11 +66,12 @@ class Gutter:
 class _GutterLink:
     """Persistent (shared-tail) list of gutters, so flattening stays linear on deep branchy trees."""
 
-    __slots__ = ("gutter", "parent")
+    __slots__ = ("gutter", "memo", "parent")
 
     def __init__(self, gutter: Gutter, parent: _GutterLink | None) -> None:
         self.gutter = gutter
         self.parent = parent
+        self.memo: dict[Any, str] | None = None
 
     def to_tuple(self) -> tuple[Gutter, ...]:
         out: list[Gutter] = []
@@ -112,6 +113,17 @@ class FlatNode:
     def gutters(self) -> tuple[Gutter, ...]:
         return self._gutters.to_tuple() if self._gutters is not None else ()
 
+    def drawing_memo(self) -> dict[Any, str] | None:
+        """A dict shared by the nodes drawn with the same gutters (to keep what is drawn from them), or
+        ``None`` for a node without gutters."""
+        link = self._gutters
+        if link is None:
+            return None
+        memo = link.memo
+        if memo is None:
+            memo = link.memo = {}
+        return memo
+
     def gutter_levels(self) -> dict[int, bool]:
         """Level -> ``show`` of the gutters (where two share a level the root-most wins, as in v15)."""
         by_level: dict[int, bool] = {}
@@ -147,40 +159,58 @@ class FlatTree:
         return self.nodes[index]
 
 
-def flatten_tree(roots: Sequence[TreeNodeLike], leaf_id: str | None) -> FlatTree:
+def flatten_tree(
+    roots: Sequence[TreeNodeLike], leaf_id: str | None, leaf_path: Sequence[TreeNodeLike] | None = None
+) -> FlatTree:
     """Flatten ``get_tree()`` roots depth-first, the branch holding the leaf first (spec §17.3).
 
     Indentation grows only at real branch points (and one extra step for the first generation
     after a branch); single-child chains stay flat. Iterative, linear, and cycle-safe (a node
     object reached twice is skipped).
-    """
-    # Which subtrees hold the leaf: pre-order list, then walked backwards (children before parents).
-    pre_order: list[TreeNodeLike] = []
-    seen: set[int] = set()
-    pending: list[TreeNodeLike] = list(roots)
-    while pending:
-        node = pending.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        pre_order.append(node)
-        pending.extend(node.children)
-    contains_active: dict[int, bool] = {}
-    for node in reversed(pre_order):
-        has = leaf_id is not None and node.entry.get("id") == leaf_id
-        if not has:
-            has = any(contains_active.get(id(child), False) for child in node.children)
-        contains_active[id(node)] = has
 
-    def active_first(nodes: Sequence[TreeNodeLike]) -> list[TreeNodeLike]:
+    ``leaf_path``: the nodes from a root down to the leaf, when the caller knows them and the roots
+    are a proper forest (every node below exactly one parent, ids unique); it spares a walk over
+    every node to find them, and looking up each id of the path.
+    """
+    # Which subtrees hold the leaf: pre-order list, then walked backwards (children before parents). Only
+    # the nodes that hold it are kept (a set of object ids): the rest is most of the tree.
+    contains_active: set[int] = set()
+    if leaf_path is not None:
+        contains_active = {id(node) for node in leaf_path}
+    elif leaf_id is not None:
+        pre_order: list[TreeNodeLike] = []
+        seen: set[int] = set()
+        pending: list[TreeNodeLike] = list(roots)
+        while pending:
+            node = pending.pop()
+            key = id(node)
+            if key in seen:
+                continue
+            seen.add(key)
+            pre_order.append(node)
+            pending.extend(node.children)
+        for node in reversed(pre_order):
+            if node.entry.get("id") == leaf_id:
+                contains_active.add(id(node))
+                continue
+            for child in node.children:
+                if id(child) in contains_active:
+                    contains_active.add(id(node))
+                    break
+
+    def active_first(nodes: Sequence[TreeNodeLike]) -> Sequence[TreeNodeLike]:
         # A stable partition: the leaf's branch first, the rest keep their (timestamp) order.
-        first = [n for n in nodes if contains_active.get(id(n), False)]
-        return first + [n for n in nodes if not contains_active.get(id(n), False)] if first else list(nodes)
+        if len(nodes) < 2 or not contains_active:
+            return nodes
+        first = [n for n in nodes if id(n) in contains_active]
+        return first + [n for n in nodes if id(n) not in contains_active] if first else nodes
 
     multiple_roots = len(roots) > 1
     result: list[FlatNode] = []
+    by_id: dict[Any, FlatNode] = {}
     tool_calls: dict[str, tuple[Any, Any]] = {}
     # Stack items: node, indent, just_branched, show_connector, is_last, gutters, is_virtual_root_child.
+    # Below the roots just_branched and show_connector are the same value (the parent has several children).
     stack: list[tuple[TreeNodeLike, int, bool, bool, bool, _GutterLink | None, bool]] = []
     ordered_roots = active_first(roots)
     start_indent = 1 if multiple_roots else 0
@@ -191,42 +221,65 @@ def flatten_tree(roots: Sequence[TreeNodeLike], leaf_id: str | None) -> FlatTree
         )
 
     emitted: set[int] = set()
+    append = result.append
+    push = stack.append
     while stack:
         node, indent, just_branched, show_connector, is_last, gutters, is_vrc = stack.pop()
-        if id(node) in emitted:
+        key = id(node)
+        if key in emitted:
             continue
-        emitted.add(id(node))
-        _register_tool_calls(node.entry, tool_calls)
+        emitted.add(key)
+        entry = node.entry
+        if entry.get("type") == "message":
+            _register_tool_calls(entry, tool_calls)
         display_indent = max(0, indent - 1) if multiple_roots else indent
-        result.append(FlatNode(node, indent, display_indent, show_connector, is_last, is_vrc, gutters))
+        flat = FlatNode(node, indent, display_indent, show_connector, is_last, is_vrc, gutters)
+        append(flat)
+        # A later duplicate id wins, like the original's map.
+        by_id[entry.get("id")] = flat
 
         children = node.children
-        multiple_children = len(children) > 1
-        # Indent grows at a branch point, and once more for the first generation after one.
-        child_indent = indent + 1 if multiple_children or (just_branched and indent > 0) else indent
+        if not children:
+            continue
         child_gutters = gutters
         if show_connector and not is_vrc:
             # Descendants keep a guide at the column of this node's connector.
             position = max(0, display_indent - 1)
             child_gutters = _GutterLink(Gutter(position, not is_last), gutters)
-        ordered = active_first(children)
-        for i in range(len(ordered) - 1, -1, -1):
-            stack.append(
+        if len(children) == 1:
+            # A chain: the indent grows only for the first generation after a branch.
+            push(
                 (
-                    ordered[i],
-                    child_indent,
-                    multiple_children,
-                    multiple_children,
-                    i == len(ordered) - 1,
+                    children[0],
+                    indent + 1 if just_branched and indent > 0 else indent,
+                    False,
+                    False,
+                    True,
                     child_gutters,
                     False,
                 )
             )
+            continue
+        # Indent grows at a branch point.
+        ordered = active_first(children)
+        last = len(ordered) - 1
+        for i in range(last, -1, -1):
+            push((ordered[i], indent + 1, True, True, i == last, child_gutters, False))
 
-    by_id: dict[Any, FlatNode] = {}
-    for flat in result:
-        by_id[flat.id] = flat
-    return FlatTree(result, leaf_id, multiple_roots, tool_calls, _active_path(by_id, leaf_id), by_id)
+    active_ids = _active_path(by_id, leaf_id, leaf_path)
+    return FlatTree(result, leaf_id, multiple_roots, tool_calls, active_ids, by_id)
+
+
+def flat_only_child(parent: FlatNode, node: TreeNodeLike, multiple_roots: bool) -> FlatNode:
+    """The flat node :func:`flatten_tree` makes for ``node`` when it is the only child of ``parent`` (it is
+    drawn right below it): lets a caller extend a flattened tree by a new chain without flattening again."""
+    # flatten_tree passes the same value as a node's just_branched and show_connector.
+    indent = parent.indent + 1 if parent.show_connector and parent.indent > 0 else parent.indent
+    gutters = parent._gutters
+    if parent.show_connector and not parent.is_virtual_root_child:
+        gutters = _GutterLink(Gutter(max(0, parent.display_indent - 1), not parent.is_last), gutters)
+    display_indent = max(0, indent - 1) if multiple_roots else indent
+    return FlatNode(node, indent, display_indent, False, True, False, gutters)
 
 
 def _register_tool_calls(entry: Mapping[str, Any], tool_calls: dict[str, tuple[Any, Any]]) -> None:
@@ -245,14 +298,23 @@ def _register_tool_calls(entry: Mapping[str, Any], tool_calls: dict[str, tuple[A
                 tool_calls[call_id] = (block.get("name", UNDEFINED), block.get("arguments", UNDEFINED))
 
 
-def _active_path(by_id: Mapping[Any, FlatNode], leaf_id: str | None) -> set[str]:
+def _active_path(
+    by_id: Mapping[Any, FlatNode], leaf_id: str | None, leaf_path: Sequence[TreeNodeLike] | None = None
+) -> set[str]:
     active: set[str] = set()
     current: Any = leaf_id
+    # The known path, leaf first, stands in for looking each id up while it names the next node on it.
+    known = list(reversed(leaf_path)) if leaf_path else []
+    step = 0
     # v15 walks until a falsy id; it loops forever on a parent cycle, so stop at a repeated id.
-    while js.truthy(current) and current not in active:
+    while (current != "" if type(current) is str else js.truthy(current)) and current not in active:
         active.add(current)
+        if step < len(known) and known[step].entry.get("id") == current:
+            current = known[step].entry.get("parentId")
+            step += 1
+            continue
         flat = by_id.get(current)
         if flat is None:
             break
-        current = flat.entry.get("parentId")
+        current = flat.node.entry.get("parentId")
     return active
