@@ -16,6 +16,7 @@ import asyncio
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -104,10 +105,11 @@ def load_entries(session: AgentSession, entry_ids: Sequence[str]) -> list[dict[s
         rows = (
             Entry.objects.filter(session=session, entry_id__in=entry_ids[start : start + LOAD_CHUNK])
             .exclude(type="session")
-            .order_by("seq")
-            .values_list("entry_id", "raw")
+            .values_list("seq", "entry_id", "raw")
         )
-        for entry_id, raw in rows:
+        # Sorted here, not with ORDER BY seq: for that order SQLite walks the (session, seq) index over the
+        # whole session instead of looking the ids up in the (session, entry_id) index.
+        for _seq, entry_id, raw in sorted(rows, key=itemgetter(0)):
             # A later row with the same id replaces the earlier one, as in the tree.
             parsed = _parse(raw)
             if parsed is not None:

@@ -194,16 +194,33 @@ def abandoned_ids(
 
     The common ancestor is the deepest entry of the *target's* path that is also on the old path (so a
     target on the old path is its own common ancestor). The abandoned entries run from just below it to the
-    old leaf, including compactions and labels. Linear in the path lengths.
+    old leaf, including compactions and labels. Linear in the path lengths, and the linear parts run in C
+    (paths can be 100,000 entries deep).
     """
     if not old_leaf_id:
         return [], None
     old_path = source.path_ids(old_leaf_id)
-    positions = {entry_id: i for i, entry_id in enumerate(old_path)}
-    for on_target_path in reversed(source.path_ids(target_id)):
-        if on_target_path in positions:
-            return old_path[positions[on_target_path] + 1 :], on_target_path
-    return old_path, None
+    target_path = source.path_ids(target_id)
+    shared = _shared_prefix(old_path, target_path)
+    below = target_path[shared:]
+    # In a tree nothing deeper on the target's path is on the old path; a parent cycle could make it so.
+    if set(below).isdisjoint(old_path):
+        return old_path[shared:], (target_path[shared - 1] if shared else None)
+    common = next(filter(set(old_path).__contains__, reversed(below)))
+    return old_path[old_path.index(common) + 1 :], common
+
+
+def _shared_prefix(first: Sequence[str], second: Sequence[str]) -> int:
+    """How many leading ids two root-first paths share, by bisection: in a tree, paths that agree at one
+    depth agree above it. Whatever the links, the paths agree at the returned length - 1 (if not 0)."""
+    low, high = 0, min(len(first), len(second))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if first[middle - 1] == second[middle - 1]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def collect_entries_for_branch_summary(
