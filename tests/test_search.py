@@ -3,6 +3,7 @@ and the results page. Runs on SQLite (FTS5) and PostgreSQL (GIN index) alike."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -11,11 +12,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from html import unescape
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.apps import apps as django_apps
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from tests.reference import DATA, import_fixture
 from treeview import explorer
@@ -31,8 +35,10 @@ from treeview.search import (
     parse_query,
     snippet,
 )
+from treeview.search_index import PG_DOCUMENT, PG_QUERY, indexed
 from treeview.services.append import append_entry, move_leaf
 from treeview.services.sync import sync_file
+from treeview.session.body_text import MAX_BODY, MAX_TOOL_OUTPUT
 from treeview.session.entries import base_entry
 from treeview.session.selector_tree import flatten_tree
 
@@ -125,6 +131,39 @@ def write_session(path: Path, session_id: str, messages: list[str], **header: An
     return path
 
 
+def write_entries(path: Path, session_id: str, entries: list[dict[str, Any]], mode: str = "w") -> Path:
+    """Entries (without id, parentId, timestamp) as one chain e0000000, e0000001 …; ``mode="a"`` appends to
+    a file written before (the chain goes on from its last entry)."""
+    lines: list[dict[str, Any]] = []
+    start = 0
+    if mode == "w":
+        header = {"type": "session", "version": 3, "id": session_id, "timestamp": "2026-05-01T10:00:00.000Z"}
+        lines.append({**header, "cwd": "/home/dev/search"})
+    else:
+        start = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line) - 1
+    for n, entry in enumerate(entries, start):
+        lines.append(
+            {
+                "id": f"e{n:07d}",
+                "parentId": f"e{n - 1:07d}" if n else None,
+                "timestamp": f"2026-05-01T10:{n // 60 % 60:02d}:{n % 60:02d}.000Z",
+                **entry,
+            }
+        )
+    with path.open(mode, encoding="utf-8") as out:
+        out.write("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def filler(length: int) -> str:
+    """``length`` characters of words that no test searches for."""
+    return ("lorem ipsum dolor sit amet " * (length // 27 + 1))[:length]
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"type": "message", "message": {"role": "user", "content": text}}
+
+
 # -- queries (no database) ---------------------------------------------------------------------------------
 
 
@@ -189,6 +228,33 @@ def test_snippet_takes_the_text_holding_the_most_words():
     html = snippet(["[read: cli.py]", "toolresult import argparse"], ["argparse"])
 
     assert html == "toolresult import <mark>argparse</mark>"
+
+
+def test_snippet_finds_the_first_match_anywhere_in_a_long_body():
+    text = filler(30_000) + " the needle here " + filler(500)
+
+    html = str(snippet([text], ["needle"]))
+
+    assert html.startswith("…") and html.endswith("…")
+    assert "<mark>needle</mark> here" in html
+    assert 150 < len(re.sub("<[^>]+>", "", html)) < 220
+
+
+def test_overlapping_matches_of_several_words_make_one_mark():
+    assert snippet(["needles, a need"], ["need", "needle"]) == "<mark>needle</mark>s, a <mark>need</mark>"
+
+
+def test_snippet_shows_line_breaks_and_runs_of_spaces_as_one_space():
+    assert snippet(["line one\n\n  needle\tthere\n"], ["needle"]) == "line one <mark>needle</mark> there"
+
+
+def test_snippet_maps_folded_matches_back_to_the_text():
+    # "ß" folds to two letters: the match still marks the original characters.
+    assert snippet(["Die Straße und die Stadt"], ["strasse", "stadt"]) == (
+        "Die <mark>Straße</mark> und die <mark>Stadt</mark>"
+    )
+    long_text = "Ünïcödé " * 3000 + "Zanzíbar"
+    assert str(snippet([long_text], ["zanzibar"])).endswith("<mark>Zanzíbar</mark>")
 
 
 # -- the branch of a hit (no database) ---------------------------------------------------------------------
@@ -281,9 +347,15 @@ def test_only_text_rows_are_indexed_not_labels_settings_or_textless_assistant_tu
 
     assert ids_of("start") == []  # the label entry c3000001 ("label start") is not indexed
     assert ids_of("medium") == []  # thinking_level_change
-    assert "b2000004" not in ids_of("assistant")  # tool-call-only assistant turn
-    assert "b2000002" in ids_of("assistant")
-    assert ids_of("toolresult argparse") == ["b2000005"]  # a tool result: the start of its output
+    assert ids_of("claude") == []  # model_change
+    assert ids_of("phases") == []  # custom state
+    # b2000004, a tool-call-only assistant turn: neither its thinking nor its call is indexed.
+    assert ids_of("should look") == []
+    assert set(ids_of("cli.py")) == {"b2000001", "b2000005", "d4000001"}  # b2000001: "CLI … Python"
+    # A tool result: its call (the row text) and its output.
+    assert ids_of("read import") == ["b2000005"]
+    # The role is not a word of the text (the results page names it).
+    assert ids_of("assistant") == []
 
 
 @pytest.mark.django_db
@@ -343,11 +415,7 @@ def test_ensure_index_repairs_a_lost_index_and_is_idempotent(tmp_path):
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
             # What Django's SQLite table remake does to triggers; entries imported meanwhile are not indexed.
-            for trigger in (
-                "treeview_entry_search_ai",
-                "treeview_entry_search_ad",
-                "treeview_entry_search_au",
-            ):
+            for trigger in ("treeview_entry_body_ai", "treeview_entry_body_ad", "treeview_entry_body_au"):
                 cursor.execute(f"DROP TRIGGER {trigger}")
         else:
             cursor.execute(f"DROP INDEX {PG_INDEX}")
@@ -368,7 +436,7 @@ def test_the_post_migrate_receiver_restores_the_index(tmp_path):
     import_fixture(tmp_path, BRANCHING)
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
-            cursor.execute("DROP TRIGGER treeview_entry_search_ai")
+            cursor.execute("DROP TRIGGER treeview_entry_body_ai")
         else:
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute(f"DROP INDEX {PG_INDEX}")
@@ -391,15 +459,142 @@ def test_the_database_uses_the_index_for_the_query(tmp_path):
             )
             assert "VIRTUAL TABLE INDEX" in str(cursor.fetchall())
         else:
-            from treeview.search import _PG_DOCUMENT, _PG_QUERY, _indexed
-
             cursor.execute("ANALYZE treeview_entry")
             cursor.execute(
-                "EXPLAIN SELECT id FROM treeview_entry"
-                f" WHERE {_indexed('')} AND {_PG_DOCUMENT} @@ {_PG_QUERY}",
+                f"EXPLAIN SELECT id FROM treeview_entry WHERE {indexed('')} AND {PG_DOCUMENT} @@ {PG_QUERY}",
                 [query.tsquery()],
             )
             assert PG_INDEX in str(cursor.fetchall())
+
+
+# -- the full text of entries -------------------------------------------------------------------------------
+
+TOOL_CALL = {"type": "toolCall", "id": "call-1", "name": "bash", "arguments": {"command": "pytest -q tests"}}
+
+
+def tool_session(path: Path, output: str) -> Path:
+    """An assistant turn that runs ``pytest -q tests`` (e0000000), and its result ``output`` (e0000001)."""
+    call = {
+        "type": "message",
+        "message": {"role": "assistant", "content": [TOOL_CALL], "stopReason": "toolUse"},
+    }
+    result = {
+        "type": "message",
+        "message": {
+            "role": "toolResult",
+            "toolCallId": "call-1",
+            "toolName": "bash",
+            "content": [{"type": "text", "text": output}],
+        },
+    }
+    return write_entries(path, path.stem, [call, result])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("offset", [250, 2100, 20_000])
+def test_a_word_anywhere_in_a_message_or_summary_is_found(client, tmp_path, offset):
+    pad = filler(offset)
+    entries = [
+        user(f"{pad} zanzibar"),
+        {
+            "type": "message",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": f"{pad} quagga"}]},
+        },
+        {"type": "branch_summary", "fromId": "e0000001", "summary": f"{pad} numbat"},
+        {"type": "custom_message", "customType": "note", "content": f"{pad} wombat", "display": True},
+    ]
+    sync_file(write_entries(tmp_path / "long.jsonl", "long", entries))
+
+    assert ids_of("zanzibar") == ["e0000000"]  # user
+    assert ids_of("quagga") == ["e0000001"]  # assistant
+    assert ids_of("numbat") == ["e0000002"]  # branch summary
+    assert ids_of("wombat") == ["e0000003"]  # custom message
+    html = client.get("/search/", {"q": "numbat"}).content.decode()
+    assert re.search(r">…[^<]*<mark>numbat</mark></a>", html)
+
+
+@pytest.mark.django_db
+def test_a_word_in_the_first_max_tool_output_characters_of_a_tool_result_is_found(client, tmp_path):
+    output = f"{filler(MAX_TOOL_OUTPUT - 100)} quokka {filler(50_000)} okapi"
+    sync_file(tool_session(tmp_path / "tool.jsonl", output))
+
+    assert ids_of("quokka") == ["e0000001"]
+    assert ids_of("okapi") == []  # past the cap of tool output
+    # The call's command is part of its result's text; the tool-call-only turn is not indexed.
+    assert ids_of("pytest tests") == ["e0000001"]
+    html = client.get("/search/", {"q": "quokka"}).content.decode()
+    assert re.search(r">…[^<]*<mark>quokka</mark>[^<]*</a>", html)
+
+
+@pytest.mark.django_db
+def test_only_the_first_max_body_characters_of_an_entry_are_indexed(tmp_path):
+    text = filler(MAX_BODY - 500) + " capybara " + filler(5 * 1024 * 1024) + " pangolin"
+    sync_file(write_entries(tmp_path / "huge.jsonl", "huge", [user(text)]))
+
+    assert ids_of("capybara") == ["e0000000"]
+    assert ids_of("pangolin") == []
+    stored = Entry.objects.get(entry_id="e0000000")
+    assert len(stored.body_text) == MAX_BODY and len(stored.raw) > 5 * 1024 * 1024
+
+
+@pytest.mark.django_db
+def test_appended_entries_and_grown_files_are_searchable_in_full(tmp_path):
+    path = write_entries(tmp_path / "grow.jsonl", "grow", [user("first")])
+    session = sync_file(path).session
+    assert session is not None
+
+    def make(leaf: str | None, ids: Any) -> dict[str, Any]:
+        entry = base_entry("message", leaf, ids)
+        entry["message"] = {"role": "user", "content": f"{filler(3000)} okapi"}
+        return entry
+
+    row = append_entry(session, make)
+    assert ids_of("okapi") == [row.entry_id]
+
+    # The file grows on its own (ARBOR_WRITE_BACK is off here): a sync reads the new line.
+    write_entries(path, "grow", [user(f"{filler(3000)} axolotl")], mode="a")
+    result = sync_file(path)
+    assert result.status == "grown" and result.entries_added == 1
+    assert ids_of("axolotl") == ["e0000001"]
+
+
+def _fill_body_text() -> Any:
+    return importlib.import_module("treeview.migrations.0003_entry_body_text").fill_body_text
+
+
+@pytest.mark.django_db
+def test_the_migration_fills_the_body_of_entries_stored_before_it(tmp_path, monkeypatch):
+    import_fixture(tmp_path, BRANCHING)
+    sync_file(write_entries(tmp_path / "long.jsonl", "long", [user(f"{filler(2500)} zanzibar")] * 3))
+    imported = dict(Entry.objects.values_list("pk", "body_text"))
+    assert ids_of("zanzibar")
+    with connection.cursor() as cursor:
+        # What 0003 finds: the new column, empty (the index follows the update).
+        cursor.execute("UPDATE treeview_entry SET body_text = ''")
+    assert ids_of("zanzibar") == [] and ids_of("subcommands") == []
+    monkeypatch.setattr(importlib.import_module("treeview.migrations.0003_entry_body_text"), "BATCH", 4)
+
+    with CaptureQueriesContext(connection) as queries:
+        _fill_body_text()(django_apps, SimpleNamespace(connection=connection))
+
+    assert dict(Entry.objects.values_list("pk", "body_text")) == imported
+    assert set(ids_of("subcommands")) == SUBCOMMAND_HITS
+    assert ids_of("zanzibar") == ["e0000000", "e0000001", "e0000002"]
+    reads = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT")]
+    # A batch at a time: 12 entries that may have a body, 4 a query, and the empty query that ends it.
+    assert len(reads) == 4 and all("LIMIT 4" in sql for sql in reads)
+
+
+@pytest.mark.django_db
+def test_hostile_text_deep_in_a_body_is_escaped_in_the_snippet(client, tmp_path):
+    text = f"{filler(2500)} {PAYLOAD} needle {PAYLOAD} {filler(100)}"
+    sync_file(write_entries(tmp_path / "xss.jsonl", "xss-long", [user(text)]))
+
+    html = client.get("/search/", {"q": "needle"}).content.decode()
+
+    assert "<script>" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    assert "<mark>needle</mark>" in html
 
 
 # -- hostile input -----------------------------------------------------------------------------------------
@@ -502,7 +697,7 @@ def test_results_are_grouped_by_session_with_role_time_and_snippet(client, tmp_p
     branching = [i for i, e in enumerate(order) if e in SUBCOMMAND_HITS]
     assert branching == list(range(branching[0], branching[0] + 4))
     assert f'href="/s/{session.session_id}/"' in html
-    assert "user: Add <mark>subcommands</mark>." in html
+    assert ">Add <mark>subcommands</mark>.</a>" in html
     assert ">branch summary" in html
     assert '<time datetime="2026-05-01T10:00:05+00:00">2026-05-01 10:00</time>' in html
     assert 'id="search-form"' in html and 'value="subcommands"' in html

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reference import DATA, all_cases
+from tests.reference import DATA, all_cases, import_fixture
 from treeview.models import AgentSession, Entry, ImportIssue
 from treeview.services.export import export_branch, export_text, load_manager
 from treeview.services.sync import sync_file, sync_paths
@@ -242,3 +242,19 @@ def test_title_slot_rewritten_in_place_updates_the_title(tmp_path: Path) -> None
     session.refresh_from_db()
     assert session.title == "Renamed"
     assert export_text(session).encode() == path.read_bytes()
+
+
+@pytest.mark.django_db
+def test_a_big_import_refreshes_the_planner_statistics(tmp_path, monkeypatch):
+    from django.db import connection
+
+    from treeview.services import sync
+
+    monkeypatch.setattr(sync, "ANALYZE_AFTER", 5)
+    import_fixture(tmp_path, "v3_branching_labels.jsonl")
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'treeview_entry'")
+        else:
+            cursor.execute("SELECT count(*) FROM pg_stats WHERE tablename = 'treeview_entry'")
+        assert cursor.fetchone()[0] > 0

@@ -1,19 +1,13 @@
 """Search across every imported session: the full-text index, the query, snippets and the branch of a hit.
 
-What is searched: each entry's ``search_text`` (the lower-cased text the tree selector's search matches,
-§17.6: the role or type and the first 200 characters of the text) for the entries the tree shows as text rows
-(messages, custom messages, branch summaries, compactions; not assistant turns without text), and each
-session's title, working directory and id (a plain substring match: there are few sessions).
+What is searched: each entry's ``body_text``, the full text of the entries the tree shows as text rows
+(messages, tool output, custom messages, branch summaries, compactions; not thinking, settings, labels or
+assistant turns without text), cut at 32 Ki characters an entry and 2,000 of tool output
+(:mod:`treeview.session.body_text`), and each session's title, working directory and id (a plain substring
+match: there are few sessions).
 
-The index lives in the database and follows the ``treeview_entry`` table whatever writes it (the import's
-driver-level inserts and ``COPY``, appends, the deletes of a re-import):
-
-* SQLite: an FTS5 table ``treeview_entry_search`` (rowid = ``Entry.id``) kept in step by triggers. The
-  ``unicode61 remove_diacritics 2`` tokenizer: words are runs of letters and digits, case and accents folded.
-* PostgreSQL: a partial GIN index on ``to_tsvector('simple', …)`` of the same text (an expression index, so
-  ``COPY`` maintains it). ASCII punctuation is turned into spaces first, so that words are the same runs of
-  letters and digits as on SQLite (the default parser would otherwise keep ``src/app.py`` as one word).
-  ``simple`` folds case but not accents.
+The index (an FTS5 table on SQLite, a GIN index on PostgreSQL) lives in the database and follows the
+``treeview_entry`` table whatever writes it: see :mod:`treeview.search_index`.
 
 A query is split on whitespace into tokens; an entry matches when every word of every token (its runs of
 letters and digits) starts a word of the text (a prefix match, like the selector's search as you type). The
@@ -24,22 +18,41 @@ session first, each session's hits in file order.
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connections, router, transaction
-from django.db.migrations.recorder import MigrationRecorder
-from django.db.models import Q
+from django.core.exceptions import EmptyResultSet
+from django.db import connections, router
+from django.db.models import Q, QuerySet
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from treeview.models import AgentSession, Entry
+from treeview.search_index import (
+    FTS_TABLE,
+    PG_DOCUMENT,
+    PG_INDEX,
+    PG_QUERY,
+    ensure_index,
+    ensure_index_after_migrate,
+    indexed,
+    install_body_index,
+    install_index,
+    pg_document,
+    remove_body_index,
+    remove_index,
+)
 from treeview.session.selector import FlatTree
 
+# The index itself lives in treeview.search_index; its public names are re-exported here (migration 0002 and
+# the app config import them from this module).
 __all__ = [
+    "FTS_TABLE",
+    "PG_INDEX",
     "BranchTarget",
     "EntryHits",
     "Hit",
@@ -47,9 +60,11 @@ __all__ = [
     "branch_target",
     "ensure_index",
     "ensure_index_after_migrate",
+    "install_body_index",
     "install_index",
     "matching_sessions",
     "parse_query",
+    "remove_body_index",
     "remove_index",
     "snippet",
 ]
@@ -57,120 +72,6 @@ __all__ = [
 #: Tokens and words of a query beyond these are ignored (a query is typed, not pasted files).
 MAX_TOKENS = 16
 MAX_WORDS = 16
-
-# -- the index ---------------------------------------------------------------------------------------------
-
-INDEX_MIGRATION = "0002_search_index"
-FTS_TABLE = "treeview_entry_search"
-PG_INDEX = "treeview_entry_search_gin"
-_TRIGGERS = ("treeview_entry_search_ai", "treeview_entry_search_ad", "treeview_entry_search_au")
-# The entries with a text row in the tree (§17.4): settings entries and labels have no text worth finding, and
-# an assistant turn without text is hidden by the tree's filters (its search text is only "assistant").
-_INDEXED_TYPES = "('message', 'custom_message', 'branch_summary', 'compaction')"
-
-
-def _indexed(row: str) -> str:
-    prefix = f"{row}." if row else ""
-    return f"{prefix}type IN {_INDEXED_TYPES} AND NOT ({prefix}role = 'assistant' AND NOT {prefix}has_text)"
-
-
-# ASCII punctuation, symbols and controls become spaces (see the module docstring). In a PostgreSQL regular
-# expression \x.. is a character escape; standard_conforming_strings (on since 9.1) keeps the backslashes.
-def _pg_document(column: str = "search_text") -> str:
-    return (
-        f"to_tsvector('simple', regexp_replace({column}, "
-        "'[\\x01-\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7f]+', ' ', 'g'))"
-    )
-
-
-_PG_DOCUMENT = _pg_document()
-
-_PG_QUERY = "to_tsquery('simple', %s)"
-
-_SQLITE_INSTALL = (
-    # The FTS table keeps its own copy of the text (about 15 MB per 100,000 entries), so a delete always
-    # removes exactly what was indexed. (A contentless table must be given the indexed text again to delete,
-    # and reports a corrupt database once it was given another.)
-    f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5("
-    "search_text, tokenize = 'unicode61 remove_diacritics 2')",
-    f"CREATE TRIGGER IF NOT EXISTS {_TRIGGERS[0]} AFTER INSERT ON treeview_entry"
-    f" WHEN {_indexed('new')} BEGIN"
-    f" INSERT INTO {FTS_TABLE}(rowid, search_text) VALUES (new.id, new.search_text); END",
-    f"CREATE TRIGGER IF NOT EXISTS {_TRIGGERS[1]} AFTER DELETE ON treeview_entry"
-    f" WHEN {_indexed('old')} BEGIN DELETE FROM {FTS_TABLE} WHERE rowid = old.id; END",
-    # Entries are append-only, but a data migration may rewrite a derived column.
-    f"CREATE TRIGGER IF NOT EXISTS {_TRIGGERS[2]} AFTER UPDATE ON treeview_entry BEGIN"
-    f" DELETE FROM {FTS_TABLE} WHERE rowid = old.id;"
-    f" INSERT INTO {FTS_TABLE}(rowid, search_text) SELECT new.id, new.search_text WHERE {_indexed('new')};"
-    " END",
-)
-_SQLITE_REBUILD = (
-    f"DELETE FROM {FTS_TABLE}",
-    f"INSERT INTO {FTS_TABLE}(rowid, search_text) SELECT id, search_text FROM treeview_entry"
-    f" WHERE {_indexed('')}",
-)
-_PG_INSTALL = (
-    f"CREATE INDEX IF NOT EXISTS {PG_INDEX} ON treeview_entry"
-    f" USING gin ({_PG_DOCUMENT}) WHERE {_indexed('')}",
-)
-
-
-def _sqlite_index_complete(cursor: Any) -> bool:
-    names = (FTS_TABLE, *_TRIGGERS)
-    marks = ", ".join(["%s"] * len(names))
-    cursor.execute(f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", names)
-    return bool(cursor.fetchone()[0] == len(names))
-
-
-def install_index(apps: Any, schema_editor: Any) -> None:
-    """Migration step: create the index for the database in use (and fill it from the stored entries)."""
-    ensure_index(schema_editor.connection.alias)
-
-
-def remove_index(apps: Any, schema_editor: Any) -> None:
-    """Migration step backwards: drop the index."""
-    connection = schema_editor.connection
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            for trigger in _TRIGGERS:
-                cursor.execute(f"DROP TRIGGER IF EXISTS {trigger}")
-            cursor.execute(f"DROP TABLE IF EXISTS {FTS_TABLE}")
-        elif connection.vendor == "postgresql":
-            cursor.execute(f"DROP INDEX IF EXISTS {PG_INDEX}")
-
-
-def ensure_index(using: str = DEFAULT_DB_ALIAS) -> bool:
-    """Create whatever part of the index is missing; on SQLite, refill the FTS table when anything was.
-
-    Idempotent and cheap when all is there (one query). Django remakes a SQLite table for many schema changes
-    (a new NOT NULL column, for one), which drops its triggers: run this after migrations (``post_migrate``).
-    Returns whether anything was created.
-    """
-    connection = connections[using]
-    with transaction.atomic(using=using), connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            if _sqlite_index_complete(cursor):
-                return False
-            for statement in (*_SQLITE_INSTALL, *_SQLITE_REBUILD):
-                cursor.execute(statement)
-            return True
-        if connection.vendor == "postgresql":
-            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [PG_INDEX])
-            if cursor.fetchone()[0]:
-                return False
-            for statement in _PG_INSTALL:
-                cursor.execute(statement)
-            return True
-    return False
-
-
-def ensure_index_after_migrate(sender: Any, using: str = DEFAULT_DB_ALIAS, **kwargs: Any) -> None:
-    """``post_migrate`` receiver: :func:`ensure_index`, once the migration that creates the index is applied
-    (not after migrating back before it)."""
-    recorder = MigrationRecorder(connections[using])
-    if recorder.has_table() and ("treeview", INDEX_MIGRATION) in recorder.applied_migrations():
-        ensure_index(using)
-
 
 # -- the query ---------------------------------------------------------------------------------------------
 
@@ -209,14 +110,15 @@ def parse_query(text: str) -> SearchQuery:
     return SearchQuery(text, tokens, tuple(words[:MAX_WORDS]))
 
 
-def matching_sessions(query: SearchQuery) -> Any:
-    """Sessions whose title, working directory or id contains every token (newest first)."""
+def matching_sessions(query: SearchQuery, sessions: QuerySet[AgentSession] | None = None) -> Any:
+    """Sessions (of ``sessions``, default all) whose title, working directory or id contains every token
+    (newest first)."""
     if not query:
         return AgentSession.objects.none()
     condition = Q()
     for token in query.tokens:
         condition &= Q(title__icontains=token) | Q(cwd__icontains=token) | Q(session_id__icontains=token)
-    return AgentSession.objects.filter(condition).newest_first()
+    return (AgentSession.objects.all() if sessions is None else sessions).filter(condition).newest_first()
 
 
 @dataclass(frozen=True)
@@ -231,17 +133,32 @@ class EntryHits:
     """The entries matching a query, for a ``Paginator``: ``count()`` and slices, each one query.
 
     Order: the session with the latest activity first (``AgentSession.objects.newest_first()``), then each
-    session's hits in file order, so that the hits of a session stay together.
+    session's hits in file order, so that the hits of a session stay together. ``sessions`` (default: all)
+    limits the hits to those sessions (the ones the user may see, treeview/access.py).
     """
 
-    def __init__(self, query: SearchQuery, using: str | None = None) -> None:
+    def __init__(
+        self, query: SearchQuery, using: str | None = None, sessions: QuerySet[AgentSession] | None = None
+    ) -> None:
         self.query = query
         self.using = using or router.db_for_read(Entry)
         self._count: int | None = None
+        # The scope as SQL: "AND e.session_id IN (…)", or nothing; an empty scope finds nothing.
+        self._scope_sql = ""
+        self._scope_params: tuple[Any, ...] = ()
+        self._nothing = False
+        if sessions is not None:
+            try:
+                sql, params = sessions.using(self.using).values("pk").query.sql_with_params()
+            except EmptyResultSet:
+                self._nothing = True
+            else:
+                self._scope_sql = f" AND e.session_id IN ({sql})"
+                self._scope_params = tuple(params)
 
     def count(self) -> int:
         if self._count is None:
-            self._count = self._fetch_count() if self.query.words else 0
+            self._count = self._fetch_count() if self.query.words and not self._nothing else 0
         return self._count
 
     def __len__(self) -> int:
@@ -252,7 +169,7 @@ class EntryHits:
             raise TypeError("EntryHits only takes slices")
         start = index.start or 0
         stop = self.count() if index.stop is None else index.stop
-        if not self.query.words or stop <= start:
+        if not self.query.words or self._nothing or stop <= start:
             return []
         return self._load(self._page_ids(start, stop - start))
 
@@ -261,16 +178,24 @@ class EntryHits:
 
     def _fetch_count(self) -> int:
         connection = connections[self.using]
-        if connection.vendor == "postgresql":
-            sql = (
-                f"SELECT count(*) FROM treeview_entry WHERE {_indexed('')} AND {_PG_DOCUMENT} @@ {_PG_QUERY}"
-            )
+        if connection.vendor == "postgresql" and self._scope_sql:
+            match = f"{indexed('e')} AND {pg_document('e.body_text')} @@ {PG_QUERY}"
+            sql = f"SELECT count(*) FROM treeview_entry e WHERE {match}{self._scope_sql}"
             params = [self.query.tsquery()]
+        elif connection.vendor == "postgresql":
+            sql = f"SELECT count(*) FROM treeview_entry WHERE {indexed('')} AND {PG_DOCUMENT} @@ {PG_QUERY}"
+            params = [self.query.tsquery()]
+        elif self._scope_sql:
+            sql = (
+                f"SELECT count(*) FROM {FTS_TABLE} JOIN treeview_entry e ON e.id = {FTS_TABLE}.rowid"
+                f" WHERE {FTS_TABLE} MATCH %s{self._scope_sql}"
+            )
+            params = [self.query.fts5()]
         else:
             sql = f"SELECT count(*) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s"
             params = [self.query.fts5()]
         with self._cursor() as cursor:
-            cursor.execute(sql, params)
+            cursor.execute(sql, [*params, *self._scope_params])
             return int(cursor.fetchone()[0])
 
     def _page_ids(self, offset: int, limit: int) -> list[int]:
@@ -278,7 +203,7 @@ class EntryHits:
         if connection.vendor == "postgresql":
             # The tsquery is a constant expression, so the planner can use the index.
             source = "treeview_entry e"
-            match = f"{_indexed('e')} AND {_pg_document('e.search_text')} @@ {_PG_QUERY}"
+            match = f"{indexed('e')} AND {pg_document('e.body_text')} @@ {PG_QUERY}"
             params: list[Any] = [self.query.tsquery()]
         else:
             source = f"{FTS_TABLE} JOIN treeview_entry e ON e.id = {FTS_TABLE}.rowid"
@@ -287,15 +212,16 @@ class EntryHits:
         # No relevance ranking: PostgreSQL would parse the text of every hit again for ts_rank (seconds for a
         # common word in 100,000 entries), and the two databases would rank differently.
         sql = (
-            f"SELECT e.id FROM {source} JOIN treeview_agentsession s ON s.id = e.session_id WHERE {match}"
+            f"SELECT e.id FROM {source} JOIN treeview_agentsession s ON s.id = e.session_id"
+            f" WHERE {match}{self._scope_sql}"
             " ORDER BY s.last_timestamp DESC NULLS LAST, s.id DESC, e.seq, e.id LIMIT %s OFFSET %s"
         )
         with self._cursor() as cursor:
-            cursor.execute(sql, [*params, limit, offset])
+            cursor.execute(sql, [*params, *self._scope_params, limit, offset])
             return [row[0] for row in cursor.fetchall()]
 
     def _load(self, ids: list[int]) -> list[Hit]:
-        fields = ("id", "session_id", "entry_id", "type", "role", "timestamp", "ts", "text", "search_text")
+        fields = ("id", "session_id", "entry_id", "type", "role", "timestamp", "ts", "text", "body_text")
         entries = Entry.objects.using(self.using).only(*fields).in_bulk(ids)
         session_ids = {entry.session_id for entry in entries.values()}
         sessions = (
@@ -313,87 +239,132 @@ class EntryHits:
 
 # -- snippets ----------------------------------------------------------------------------------------------
 
-SNIPPET_BEFORE = 60
-SNIPPET_LENGTH = 240
+#: A snippet is about this many characters of the text, starting up to SNIPPET_BEFORE before the first match.
+SNIPPET_LENGTH = 200
+SNIPPET_BEFORE = 80
+
+_SPACES = re.compile(r"\s+")
 
 
-def _fold(text: str) -> tuple[str, list[int]]:
-    """``text`` case-folded and without accents, and for each of its characters the index it came from."""
-    folded: list[str] = []
-    origin: list[int] = []
-    for index, char in enumerate(text):
+class _FoldTable(dict[int, str]):
+    """For ``str.translate``: a character → itself case-folded and without accents, computed once a call.
+    Notes whether a character folded to more or fewer than one character (``ß``, a lone combining accent)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.uneven = False
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
         if char.isascii():
             piece = char.lower()
         else:
             base = "".join(c for c in unicodedata.normalize("NFD", char) if not unicodedata.combining(c))
             piece = base.casefold()
-        folded.append(piece)
-        origin.extend([index] * len(piece))
-    return "".join(folded), origin
+        self.uneven = self.uneven or len(piece) != 1
+        self[code] = piece
+        return piece
 
 
-def _word_ranges(folded: str, origin: list[int], word: str) -> list[tuple[int, int]]:
-    needle = _fold(word)[0]
-    if not needle:
-        return []
-    # A prefix of a word: not preceded by a letter or digit.
-    found = re.finditer(r"(?<![^\W_])" + re.escape(needle), folded)
-    return [(origin[m.start()], origin[m.end() - 1] + 1) for m in found]
+@dataclass(frozen=True)
+class _Folded:
+    """A text case-folded and without accents; ``origin[i]``: the index in the text of folded character ``i``
+    (``None``: the same index, the usual case, found without a Python loop over a body of 32 KiB)."""
+
+    text: str
+    origin: list[int] | None
+
+    def to_text(self, start: int, stop: int) -> tuple[int, int]:
+        """The range of the text that folded ``[start, stop)`` (not empty) came from."""
+        if self.origin is None:
+            return start, stop
+        return self.origin[start], self.origin[stop - 1] + 1
+
+    def from_text(self, index: int) -> int:
+        """The first folded character at or after text index ``index``."""
+        return index if self.origin is None else bisect.bisect_left(self.origin, index)
 
 
-def match_ranges(text: str, words: Iterable[str]) -> tuple[list[tuple[int, int]], int]:
-    """Where in ``text`` a word of the query starts a word (a prefix match, case and accents ignored): sorted,
-    non-overlapping ``(start, end)`` ranges of ``text``, and how many of the words were found."""
-    folded, origin = _fold(text)
-    ranges: list[tuple[int, int]] = []
-    found = 0
-    for word in words:
-        matches = _word_ranges(folded, origin, word)
-        found += bool(matches)
-        ranges.extend(matches)
-    ranges.sort()
-    merged: list[tuple[int, int]] = []
-    for start, end in ranges:
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-        else:
-            merged.append((start, end))
-    return merged, found
+def _fold(text: str) -> _Folded:
+    if text.isascii():
+        return _Folded(text.lower(), None)
+    table = _FoldTable()
+    folded = text.translate(table)
+    if not table.uneven:
+        return _Folded(folded, None)
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        origin.extend([index] * len(table[ord(char)]))
+    return _Folded(folded, origin)
+
+
+def _word_starts(folded: str, needle: str, start: int = 0, stop: int | None = None) -> Iterator[int]:
+    """Where ``needle`` starts a word of ``folded`` (is not preceded by a letter or digit): the matches that
+    begin in ``[start, stop)``, in order."""
+    stop = len(folded) if stop is None else stop
+    limit = stop + len(needle) - 1
+    at = folded.find(needle, start, limit)
+    while at != -1:
+        if at == 0 or not folded[at - 1].isalnum():
+            yield at
+        at = folded.find(needle, at + 1, limit)
+
+
+def _shown(text: str) -> str:
+    # Line breaks and runs of spaces of the text read as one space in a one-line snippet.
+    return escape(_SPACES.sub(" ", text))
 
 
 def snippet(texts: Sequence[str], words: Sequence[str]) -> SafeString:
-    """HTML of a part of the text (of ``texts``, the first with the most query words found) around the first
-    match, every match in ``<mark>``.
+    """HTML of about :data:`SNIPPET_LENGTH` characters of a text (of ``texts``, the first with the most query
+    words found) around the first match, wherever it is in the text, every match in ``<mark>`` (a prefix
+    match of a word, case and accents ignored).
 
-    Every piece of the text is escaped; this function adds only the ``<mark>`` tags and the ellipses.
+    Every piece of the text is escaped; this function adds only the ``<mark>`` tags and the ellipses. Only
+    the first match of each word is looked for outside the window, so a long text costs little.
     """
-    text, ranges, best = "", [], -1
+    needles = [needle for needle in dict.fromkeys(_fold(word).text for word in words) if needle]
+    text, folded, first, best = "", _fold(""), None, -1
     for candidate in texts:
-        candidate_ranges, found = match_ranges(candidate, words)
-        if found > best:
-            text, ranges, best = candidate, candidate_ranges, found
+        candidate_folded = _fold(candidate)
+        starts = [next(_word_starts(candidate_folded.text, needle), None) for needle in needles]
+        found = [at for at in starts if at is not None]
+        if len(found) > best:
+            text, folded, best = candidate, candidate_folded, len(found)
+            first = min(found) if found else None
     begin = 0
-    if ranges and ranges[0][0] > SNIPPET_BEFORE:
-        begin = ranges[0][0] - SNIPPET_BEFORE
-        # Start at a word: after the next space, if there is one before the match.
-        space = text.find(" ", begin, ranges[0][0])
-        if space != -1:
-            begin = space + 1
+    if first is not None:
+        match = folded.to_text(first, first + 1)[0]
+        if match > SNIPPET_BEFORE:
+            begin = match - SNIPPET_BEFORE
+            # Start at a word: after the next space, if there is one before the match.
+            space = _SPACES.search(text, begin, match)
+            if space is not None:
+                begin = space.end()
     end = min(len(text), begin + SNIPPET_LENGTH)
+    window = (folded.from_text(begin), folded.from_text(end))
+    ranges: list[tuple[int, int]] = []
+    for needle in needles:
+        for at in _word_starts(folded.text, needle, max(0, window[0] - len(needle) + 1), window[1]):
+            start, stop = folded.to_text(at, at + len(needle))
+            ranges.append((max(start, begin), min(stop, end)))
+    merged: list[tuple[int, int]] = []
+    for start, stop in sorted(ranges):
+        if merged and start <= merged[-1][1]:  # overlapping or touching matches: one mark
+            merged[-1] = (merged[-1][0], max(stop, merged[-1][1]))
+        elif start < stop:
+            merged.append((start, stop))
     parts: list[str] = ["…"] if begin > 0 else []
     position = begin
-    for start, stop in ranges:
-        if stop <= begin or start >= end:
-            continue
-        start, stop = max(start, begin), min(stop, end)
-        parts.append(escape(text[position:start]))
-        parts.append(f"<mark>{escape(text[start:stop])}</mark>")
+    for start, stop in merged:
+        parts.append(_shown(text[position:start]))
+        parts.append(f"<mark>{_shown(text[start:stop])}</mark>")
         position = stop
-    parts.append(escape(text[position:end]))
+    parts.append(_shown(text[position:end]))
     if end < len(text):
         parts.append("…")
     # Safe: every piece of session text above went through escape().
-    return mark_safe("".join(parts))
+    return mark_safe("".join(parts).strip())
 
 
 # -- the branch of a hit -----------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The columns an ``Entry`` row derives from its line, computed once at import.
 
 Pure functions over the parsed entry (no database): the tree row text and search text of the selector (§17),
-the label a label entry sets, token usage, and the facts the filters need.
+the full text the search across sessions indexes, the label a label entry sets, token usage, and the facts the
+filters need.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from treeview.session.body_text import body_text
 from treeview.session.ids import parse_timestamp_ms
 from treeview.session.selector_text import display_text, has_text_content, searchable_text
 
-__all__ = ["EntryFacts", "ToolCalls", "entry_facts"]
+__all__ = ["EntryFacts", "ToolCalls", "entry_body", "entry_facts"]
 
 #: toolCallId → (name, arguments) of the assistant tool calls seen so far (labels tool-result rows).
 ToolCalls = dict[str, tuple[Any, Any]]
@@ -39,6 +41,7 @@ class EntryFacts:
     ts: datetime | None
     text: str
     search_text: str
+    body_text: str
     has_text: bool
     stop_reason: str
     label_target: str
@@ -63,6 +66,7 @@ _ENTRY_FIELDS = (
     "ts",
     "text",
     "search_text",
+    "body_text",
     "has_text",
     "stop_reason",
     "label_target",
@@ -99,6 +103,12 @@ def _register(message: Mapping[str, Any], tool_calls: ToolCalls) -> int:
     return count
 
 
+def entry_body(entry: Mapping[str, Any], row_text: str) -> str:
+    """The ``body_text`` column: what the search across sessions indexes (at most ``MAX_BODY`` characters of
+    :func:`treeview.session.body_text.body_text`), storable. ``row_text``: the entry's uncut row text."""
+    return _storable(body_text(entry, row_text))
+
+
 def entry_facts(entry: Mapping[str, Any], tool_calls: ToolCalls) -> EntryFacts:
     """Everything the views need about one entry. Registers assistant tool calls in ``tool_calls``; a tool
     result consumes its call (so the map only holds calls still waiting for their result)."""
@@ -129,6 +139,7 @@ def entry_facts(entry: Mapping[str, Any], tool_calls: ToolCalls) -> EntryFacts:
         ts=ts,
         text=_storable(text[:_MAX_TEXT]),
         search_text=_storable(searchable_text(_Node(entry)).lower()[:_MAX_TEXT]),
+        body_text=entry_body(entry, text),
         has_text=role == "assistant" and has_text_content(msg.get("content")),
         stop_reason=msg.get("stopReason") if isinstance(msg.get("stopReason"), str) else "",
         label_target=entry["targetId"] if kind == "label" and isinstance(entry.get("targetId"), str) else "",

@@ -56,6 +56,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: An import that adds at least this many entries refreshes the planner's statistics (see refresh_statistics).
+ANALYZE_AFTER = 20_000
+
 HASH_WINDOW = 64 * 1024
 BATCH_SIZE = 2000
 
@@ -102,8 +105,12 @@ def sync_paths(paths: Iterable[str | os.PathLike[str]], progress: Progress | Non
     return [sync_file(path, progress=progress) for path in find_session_files(paths)]
 
 
-def import_upload(name: str, chunks: Iterable[bytes]) -> SyncResult:
-    """Store an uploaded file under ``ARBOR_UPLOAD_DIR`` and import it exactly like a file on disk."""
+def import_upload(name: str, chunks: Iterable[bytes], owner: Any = None) -> SyncResult:
+    """Store an uploaded file under ``ARBOR_UPLOAD_DIR`` and import it exactly like a file on disk.
+
+    A new session belongs to ``owner`` (a signed-in user) and starts private; the same bytes uploaded again
+    keep their first owner.
+    """
     upload_dir = Path(settings.ARBOR_UPLOAD_DIR)
     upload_dir.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
@@ -127,6 +134,12 @@ def import_upload(name: str, chunks: Iterable[bytes]) -> SyncResult:
         # The error goes back to the uploader; a file that is not a session is not kept.
         target.unlink(missing_ok=True)
         ImportIssue.objects.filter(source_path=result.path).delete()
+    elif result.status == "new" and result.session is not None and owner is not None and owner.pk is not None:
+        AgentSession.objects.filter(pk=result.session.pk, owner__isnull=True).update(
+            owner_id=owner.pk, visibility=AgentSession.Visibility.PRIVATE
+        )
+        result.session.owner_id = owner.pk
+        result.session.visibility = AgentSession.Visibility.PRIVATE
     return result
 
 
@@ -150,12 +163,30 @@ def sync_file(path: str | os.PathLike[str], *, progress: Progress | None = None)
         ImportIssue.objects.update_or_create(source_path=source, defaults={"error": message})
         return SyncResult(source, "failed", error=message)
     ImportIssue.objects.filter(source_path=source).delete()
+    if result.entries_added >= ANALYZE_AFTER:
+        refresh_statistics()
     if result.session is not None and (
         result.entries_added or result.entries_removed or result.status == "new"
     ):
         session = result.session
         publish_session_changed(session.pk, session.session_id, result.status, leaf=session.leaf_id)
     return result
+
+
+def refresh_statistics() -> None:
+    """Refresh the query planner's statistics of the entry table after a big import.
+
+    Without them (SQLite never has any until ANALYZE; PostgreSQL waits for autovacuum, which may be off) a
+    lookup of a few entry ids by ``(session, entry_id)`` can turn into a walk over every row of the session.
+    """
+    connection = connections[router.db_for_write(Entry)]
+    table = connection.ops.quote_name(Entry._meta.db_table)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # Only the indexed columns: a full ANALYZE of wide text columns takes seconds.
+            cursor.execute(f"ANALYZE {table} (session_id, entry_id, parent_id, type, seq, label_target)")
+        else:
+            cursor.execute(f"ANALYZE {table}")
 
 
 def _describe(error: BaseException) -> str:
@@ -504,6 +535,7 @@ class _Importer:
                 raw,
                 facts.text,
                 facts.search_text,
+                facts.body_text,
                 facts.has_text,
                 facts.stop_reason,
                 facts.label_target,
@@ -573,6 +605,7 @@ _ENTRY_COLUMNS = (
     "raw",
     "text",
     "search_text",
+    "body_text",
     "has_text",
     "stop_reason",
     "label_target",

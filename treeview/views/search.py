@@ -15,6 +15,7 @@ from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_headers
 
 from treeview import explorer
+from treeview.access import session_scope, visible_sessions
 from treeview.models import AgentSession
 from treeview.search import (
     EntryHits,
@@ -89,7 +90,8 @@ def _groups(hits: list[Hit], query: SearchQuery, shared: set[str]) -> list[HitGr
         if not groups or groups[-1].session.pk != hit.session.pk:
             session = hit.session
             groups.append(HitGroup(session, session_links(session, pick_copy=session.session_id in shared)))
-        texts = [hit.entry.text, hit.entry.search_text]
+        # The full text first (the row text stops at 200 characters): the snippet shows its first match.
+        texts = [hit.entry.body_text, hit.entry.text]
         groups[-1].items.append(HitItem(hit, _open_url(hit), snippet(texts, query.words)))
     return groups
 
@@ -105,9 +107,11 @@ def search(request: HttpRequest) -> TemplateResponse:
         form = SearchForm({"q": request.GET.get("q", "")})
         form.is_valid()
     query = parse_query(form.cleaned_data["q"] or "")
-    page = Paginator(EntryHits(query), HITS_PER_PAGE).get_page(form.cleaned_data.get("page") or 1)
+    scope = session_scope(request.user)  # only the sessions this user may see
+    hits_found = EntryHits(query, sessions=scope)
+    page = Paginator(hits_found, HITS_PER_PAGE).get_page(form.cleaned_data.get("page") or 1)
     hits: list[Hit] = list(page.object_list)
-    sessions = list(matching_sessions(query)[: SESSIONS_SHOWN + 1]) if page.number == 1 else []
+    sessions = list(matching_sessions(query, scope)[: SESSIONS_SHOWN + 1]) if page.number == 1 else []
     shared = shared_ids([hit.session.session_id for hit in hits] + [s.session_id for s in sessions])
     context = {
         "form": form,
@@ -136,7 +140,7 @@ def search_open(request: HttpRequest) -> HttpResponseRedirect:
     form = OpenHitForm(request.GET)
     if not form.is_valid():
         raise Http404("malformed hit")
-    session = AgentSession.objects.filter(pk=form.cleaned_data["session"]).first()
+    session = visible_sessions(request.user).filter(pk=form.cleaned_data["session"]).first()
     if session is None:
         raise Http404("no imported session has this id")
     tree = explorer.explorer_tree(session, session.leaf_id)
