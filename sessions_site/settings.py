@@ -43,9 +43,11 @@ X_FRAME_OPTIONS = "DENY"
 
 INSTALLED_APPS = [
     "daphne",  # first, so its runserver (ASGI) replaces Django's
+    "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
+    "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
@@ -60,6 +62,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Single-user mode acts as the user "local"; otherwise views not marked login_not_required need login.
+    "treeview.access.AccessMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",  # the admin's notices
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -77,10 +82,22 @@ TEMPLATES = [
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "treeview.access.context",
             ],
         },
     },
 ]
+
+# Accounts. Single-user mode (the default with DEBUG on, as `./arbor run` serves on 127.0.0.1): no login is
+# asked, every request acts as the superuser "local" (created on first use). Off (the default once DEBUG is
+# off): every page but the login and invite pages needs a signed-in user.
+ARBOR_SINGLE_USER = env.get_bool("ARBOR_SINGLE_USER", DEBUG)
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "treeview:session_list"
+LOGOUT_REDIRECT_URL = "login"
+# Days an invite link stays valid.
+ARBOR_INVITE_DAYS = env.get_int("ARBOR_INVITE_DAYS", 7, minimum=1)
 
 # Arbor's own files (the SQLite database unless DATABASE_URL says otherwise, uploaded sessions).
 ARBOR_DATA_DIR = env.get_paths("ARBOR_DATA_DIR", [BASE_DIR / "var"], base_dir=BASE_DIR)[0]

@@ -20,8 +20,10 @@ from urllib.parse import parse_qs, urlencode
 import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
+from treeview.access import can_view, sees_everything
 from treeview.models import AgentSession
 from treeview.services.events import session_group
 from treeview.services.navigate import NavigationFailed, NavigationOutcome, navigate
@@ -29,8 +31,9 @@ from treeview.session.branch_summary import AbortSignal
 
 log = logging.getLogger(__name__)
 
-#: Close codes: no such session (the HTTP 404 of a socket).
+#: Close codes: no such session (the HTTP 404 of a socket); not allowed to see it (or signed out).
 CLOSE_NOT_FOUND = 4404
+CLOSE_FORBIDDEN = 4403
 MAX_ID_LENGTH = 200
 MAX_INSTRUCTIONS = 20_000
 CANCELLED_MESSAGE = "Branch summarization cancelled"
@@ -42,6 +45,17 @@ def _find_session(session_id: str, copy: str | None) -> AgentSession | None:
             return None
         return AgentSession.objects.filter(session_id=session_id, pk=int(copy)).first()
     return AgentSession.objects.by_session_id(session_id)
+
+
+def _allowed_session(user: Any, session_id: str, copy: str | None) -> tuple[AgentSession | None, int]:
+    """The session, or the close code: 4404 when it does not exist, 4403 when ``user`` may not see it (also
+    when it does not exist, for a user who does not see everything: no existence leak)."""
+    session = _find_session(session_id, copy)
+    if sees_everything(user):
+        return session, CLOSE_NOT_FOUND
+    if session is None or not can_view(user, session):
+        return None, CLOSE_FORBIDDEN
+    return session, CLOSE_FORBIDDEN
 
 
 class BadMessage(ValueError):
@@ -83,9 +97,11 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         session_id = self.scope["url_route"]["kwargs"]["session_id"]
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         copy = query.get("copy", [None])[-1]
-        self.session = await database_sync_to_async(_find_session)(session_id, copy)
+        # AuthMiddlewareStack puts the user in the scope; a bare router (tests) leaves it out: signed out.
+        user = self.scope.get("user") or AnonymousUser()
+        self.session, refusal = await database_sync_to_async(_allowed_session)(user, session_id, copy)
         if self.session is None:
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self.close(code=refusal)
             return
         self.group = session_group(self.session.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)

@@ -9,10 +9,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Max, Q
 
-__all__ = ["AgentSession", "AppendOnlyError", "Entry", "EntryQuerySet", "ImportIssue"]
+__all__ = [
+    "AgentSession",
+    "AppendOnlyError",
+    "Entry",
+    "EntryQuerySet",
+    "ImportIssue",
+    "Invite",
+    "Membership",
+    "Team",
+]
+
+
+#: How much of the first prompt an unnamed session shows as its title.
+TITLE_CHARS = 80
 
 
 class AppendOnlyError(RuntimeError):
@@ -30,6 +44,60 @@ class AgentSessionQuerySet(models.QuerySet["AgentSession"]):
     def newest_first(self) -> AgentSessionQuerySet:
         return self.order_by(models.F("last_timestamp").desc(nulls_last=True), "-id")
 
+    def with_first_prompt(self) -> AgentSessionQuerySet:
+        """Annotate ``first_prompt``: the first user message's row text (an unnamed session's title)."""
+        first = (
+            Entry.objects.filter(session=models.OuterRef("pk"), type="message", role="user")
+            .order_by("seq")
+            .values("text")[:1]
+        )
+        return self.annotate(first_prompt=models.Subquery(first))
+
+
+class Team(models.Model):
+    """People who review sessions together: a session shared with a team is visible to its members."""
+
+    name = models.CharField(max_length=150, unique=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="teams")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        MEMBER = "member", "member"
+        ADMIN = "admin", "admin"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=8, choices=Role.choices, default=Role.MEMBER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "user"], name="membership_unique_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class Invite(models.Model):
+    """A single-use link that lets a new person choose a username and password (only its hash is stored)."""
+
+    token_hash = models.CharField(max_length=64, unique=True, help_text="sha256 of the token, hex")
+    note = models.CharField(max_length=200, blank=True, help_text="who it is for")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    used_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"invite {self.pk} ({self.note or 'no note'})"
+
 
 class AgentSession(models.Model):
     """One session file: its header, where it came from, what was imported, and the totals the list shows."""
@@ -37,6 +105,11 @@ class AgentSession(models.Model):
     class Agent(models.TextChoices):
         PI = "pi", "pi"
         OMP = "omp", "oh-my-pi"
+
+    class Visibility(models.TextChoices):
+        PRIVATE = "private", "private: the owner only"
+        TEAMS = "teams", "the owner and the chosen teams"
+        SIGNED_IN = "signed_in", "everyone signed in"
 
     # Not unique: the same session can exist as two files (pi's original and omp's migrated copy, a backup).
     session_id = models.CharField(max_length=200, db_index=True)
@@ -81,6 +154,13 @@ class AgentSession(models.Model):
     cost = models.FloatField(default=0)
 
     warnings = models.JSONField(default=list, blank=True, help_text="[{line, message}] from reading the file")
+
+    # Who may see it (treeview/access.py). No owner: a "site" session, imported from the agents' directories.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="sessions"
+    )
+    visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.SIGNED_IN)
+    teams = models.ManyToManyField(Team, blank=True, related_name="sessions")
     imported_at = models.DateTimeField(auto_now_add=True)
     synced_at = models.DateTimeField(auto_now=True)
 
@@ -99,7 +179,13 @@ class AgentSession(models.Model):
 
     @property
     def display_title(self) -> str:
-        return self.title or self.session_id
+        """The session's name, else its first prompt (when the query asked for it), else its id."""
+        if self.title:
+            return self.title
+        prompt = " ".join((getattr(self, "first_prompt", None) or "").removeprefix("user: ").split())
+        if prompt:
+            return prompt if len(prompt) <= TITLE_CHARS else prompt[: TITLE_CHARS - 1].rstrip() + "…"
+        return self.session_id
 
     def parent(self) -> AgentSession | None:
         """The imported session ``parentSession`` names (a file path or a session id), if there is one."""
@@ -110,6 +196,7 @@ class AgentSession(models.Model):
                 Q(source_path=self.parent_session) | Q(session_id=self.parent_session)
             )
             .exclude(pk=self.pk)
+            .with_first_prompt()
             .first()
         )
 
@@ -120,7 +207,7 @@ class AgentSession(models.Model):
 
     def forks(self) -> AgentSessionQuerySet:
         """The sessions branched or forked from this one (:meth:`children`), oldest first."""
-        return self.children().order_by("created_at", "pk")
+        return self.children().with_first_prompt().order_by("created_at", "pk")
 
     def resolved_labels(self) -> dict[str, str]:
         """target id → label: the last label entry per target wins; an empty one clears (§5.9)."""
@@ -184,6 +271,9 @@ class Entry(models.Model):
     # Derived once at import (pure functions of this line, plus the tool call a tool result answers).
     text = models.TextField(blank=True, help_text="the tree row text (§17.4), without label")
     search_text = models.TextField(blank=True, help_text="lower-cased searchable text (§17.6), without label")
+    body_text = models.TextField(
+        blank=True, default="", help_text="full text for the search across sessions ('': not indexed)"
+    )
     has_text = models.BooleanField(default=False, help_text="assistant message with non-blank text")
     stop_reason = models.CharField(max_length=32, blank=True)
     label_target = models.CharField(max_length=64, blank=True)

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from treeview import views
+from treeview.views.accounts import set_session_visibility
 
 app_name = "treeview"
 
@@ -18,4 +19,5 @@ urlpatterns = [
     path("s/<str:session_id>/persist-position/", views.persist_position, name="persist_position"),
     path("s/<str:session_id>/fork/", views.fork_session, name="fork_session"),
     path("s/<str:session_id>/branch-picker/", views.branch_picker, name="branch_picker"),
+    path("s/<str:session_id>/visibility/", set_session_visibility, name="set_visibility"),
 ]

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
 from treeview import context_tab, explorer
+from treeview.access import can_view
 from treeview.forms import (
     LabelForm,
     SessionViewForm,
@@ -118,6 +119,8 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
     session = state.session
     pick_copy = state.copy is not None
     parent = session.parent()
+    if parent is not None and not can_view(request.user, parent):
+        parent = None
     node = tree.flat.by_id.get(selected)
     return {
         "session": session,
@@ -160,7 +163,7 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
 def _fork_context(request: HttpRequest, state: PageState, parent: AgentSession | None) -> dict[str, Any]:
     """The header's forks, the branch picker's address and the "continue from here" text (full pages)."""
     return {
-        "forks": fork.fork_links(state.session),
+        "forks": fork.fork_links(state.session, request.user),
         "branch_picker_url": fork.picker_url(state.session, state.copy),
         "continue_text": fork.continue_text(parent, request.GET.get("continueFrom")),
     }
@@ -297,7 +300,7 @@ def _context_url(state: PageState, **changes: Any) -> str:
 def _context_tab_context(state: PageState, tree: explorer.ExplorerTree) -> dict[str, Any]:
     """The Context tab's data: the LLM context at the target (default: the leaf), one page of its cards."""
     target = state.target_id or state.leaf_id
-    llm = context_tab.llm_context(state.session, tree, target)
+    llm = tree.memo(("llm", target), lambda: context_tab.llm_context(state.session, tree, target))
     cards, start, stop = llm.page(state.end)
     later = min(len(llm.cards), stop + context_tab.CONTEXT_PAGE)
     return {

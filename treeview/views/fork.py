@@ -14,8 +14,10 @@ from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
+from treeview.access import visible_sessions
 from treeview.models import AgentSession
 from treeview.services import fork as fork_service
+from treeview.services.visibility import inherit_access
 from treeview.views.common import copy_param, htmx_target, reverse_or_none, session_or_404, shared_ids
 
 __all__ = ["branch_picker", "continue_text", "fork_links", "fork_session", "picker_url"]
@@ -122,6 +124,8 @@ def fork_session(request: HttpRequest, session_id: str) -> HttpResponse:
         notice = "An extension cancelled the branch; nothing was written."
         return _render_picker(request, session, form.cleaned_data["page"], notice, status=409)
     new = result.new_session
+    # The fork is as private as its original (and the one who forked it owns it).
+    inherit_access(new, session, request.user)
     url = reverse_or_none("treeview:session_detail", "", session_id=new.session_id)
     if url is None:
         raise Http404("the new session cannot be shown")
@@ -143,9 +147,9 @@ def continue_text(parent: AgentSession | None, entry_id: str | None) -> str:
     return fork_service.user_message_text(parent, entry_id) or ""
 
 
-def fork_links(session: AgentSession) -> list[ForkLink]:
-    """The sessions branched or forked from ``session``, oldest first."""
-    forks = list(session.forks().only("pk", "session_id", "title"))
+def fork_links(session: AgentSession, user: Any) -> list[ForkLink]:
+    """The sessions branched or forked from ``session`` that ``user`` may see, oldest first."""
+    forks = list(visible_sessions(user, session.forks()).only("pk", "session_id", "title"))
     shared = shared_ids(fork.session_id for fork in forks)
     links = []
     for fork in forks:

@@ -1,0 +1,427 @@
+"""Who sees what (treeview/access.py): every URL of treeview/urls.py and the websocket, for a signed-out
+visitor, a signed-in outsider, a team member, a team admin, the owner and a superuser; no foreign content in
+any refused answer; CSRF on every POST; single-user mode on and off."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser, User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from tests.reference import DATA, import_fixture
+from tests.test_entry_block import _session_with_long_output
+from treeview import access
+from treeview.models import AgentSession, Membership, Team
+from treeview.routing import websocket_urlpatterns
+from treeview.services.sync import sync_file
+from treeview.services.visibility import inherit_access
+
+FIXTURE = "v3_branching_labels.jsonl"
+UPLOADED = "v3_compaction.jsonl"
+SID = "0196b4f0-6c2e-7a31-9f0e-3c5d2a1b4e77"
+#: What no refused answer may contain: the session's title (its first prompt) and an entry's text.
+SECRETS = ("Write a CLI argument parser in Python.", "Here is a first version using argparse.")
+HTMX = {"HX-Request": "true"}
+ROLES = ("anonymous", "outsider", "member", "team_admin", "owner", "superuser")
+ALLOWED = {"member", "team_admin", "owner", "superuser"}
+
+
+@pytest.fixture(autouse=True)
+def _multi_user(settings: Any) -> None:
+    settings.ARBOR_SINGLE_USER = False
+
+
+@dataclass
+class World:
+    session: AgentSession
+    long: AgentSession
+    team: Team
+    users: dict[str, User]
+
+    def client(self, role: str, **kwargs: Any) -> Client:
+        client = Client(**kwargs)
+        if role != "anonymous":
+            client.force_login(self.users[role])
+        return client
+
+
+def _world(tmp_path: Path) -> World:
+    users = {
+        name: User.objects.create_user(name, password="pw-" + name)
+        for name in ("outsider", "member", "team_admin", "owner")
+    }
+    users["superuser"] = User.objects.create_superuser("superuser", password="pw-superuser")
+    team = Team.objects.create(name="reviewers")
+    Membership.objects.create(team=team, user=users["member"])
+    Membership.objects.create(team=team, user=users["team_admin"], role=Membership.Role.ADMIN)
+    Membership.objects.create(team=Team.objects.create(name="others"), user=users["outsider"])
+    session = import_fixture(tmp_path, FIXTURE)
+    sync_file(_session_with_long_output(tmp_path))
+    long = AgentSession.objects.get(session_id="long-output")
+    for each in (session, long):
+        AgentSession.objects.filter(pk=each.pk).update(owner=users["owner"], visibility="teams")
+        each.teams.set([team])
+    return World(AgentSession.objects.get(pk=session.pk), AgentSession.objects.get(pk=long.pk), team, users)
+
+
+@pytest.fixture
+def world(db: Any, tmp_path: Path) -> World:
+    return _world(tmp_path)
+
+
+def _body(response: Any) -> str:
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content).decode("utf-8", "replace")
+    return response.content.decode("utf-8", "replace")
+
+
+def _block_url(world: World) -> str:
+    page = world.client("owner").get("/s/long-output/?targetId=t1").content.decode()
+    found = re.search(r'href="(/s/long-output/entry/t1/block/\d+/)"', page)
+    assert found, "the owner sees the show-all link"
+    return found.group(1)
+
+
+def _get_urls(world: World) -> dict[str, str]:
+    return {
+        "session_detail": f"/s/{SID}/",
+        "session_context": f"/s/{SID}/context/",
+        "entry_block": _block_url(world),
+        "download_session": f"/s/{SID}/download.jsonl",
+        "download_branch": f"/s/{SID}/branch/{world.session.leaf_id}.jsonl",
+        "branch_picker": f"/s/{SID}/branch-picker/",
+        "search_open": f"/search/open/?session={world.session.pk}&entry=b2000002",
+    }
+
+
+def _post_requests(world: World) -> dict[str, tuple[str, dict[str, str]]]:
+    return {
+        "set_label": (f"/s/{SID}/label/", {"target_id": "b2000001", "label": "reviewed"}),
+        "persist_position": (f"/s/{SID}/persist-position/", {}),
+        "fork_session": (f"/s/{SID}/fork/", {"entry_id": "b2000003"}),
+        "set_visibility": (f"/s/{SID}/visibility/", {"visibility": "signed_in"}),
+    }
+
+
+def _assert_no_secrets(response: Any) -> None:
+    body = _body(response)
+    for secret in SECRETS:
+        assert secret not in body
+
+
+# -- the matrix: session URLs ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_session_get_url_answers_by_role(world: World, role: str) -> None:
+    client = world.client(role)
+    for name, url in _get_urls(world).items():
+        response = client.get(url)
+        if role == "anonymous":
+            assert response.status_code == 302, name
+            assert response["Location"].startswith("/accounts/login/?next="), name
+            _assert_no_secrets(response)
+        elif role in ALLOWED:
+            assert response.status_code in (200, 302, 303), (name, response.status_code)
+            if name == "search_open":
+                assert response["Location"].startswith(f"/s/{SID}/"), name
+        else:
+            assert response.status_code == 404, (name, response.status_code)
+            _assert_no_secrets(response)
+
+
+def test_the_owner_sees_the_session_content(world: World) -> None:
+    body = _body(world.client("owner").get(f"/s/{SID}/?targetId=b2000002"))
+    assert all(secret in body for secret in SECRETS)
+    assert all(secret in _body(world.client("member").get(f"/s/{SID}/download.jsonl")) for secret in SECRETS)
+
+
+def test_a_refused_fragment_is_a_404_for_htmx_too(world: World) -> None:
+    client = world.client("outsider")
+    for name, url in _get_urls(world).items():
+        response = client.get(url, headers=HTMX)
+        assert response.status_code == 404, name
+        _assert_no_secrets(response)
+
+
+def test_the_signed_out_htmx_request_gets_401_and_a_redirect_header(world: World) -> None:
+    response = Client().get(
+        f"/s/{SID}/context/", headers={**HTMX, "HX-Current-URL": f"http://testserver/s/{SID}/"}
+    )
+    assert response.status_code == 401
+    assert response["HX-Redirect"] == f"/accounts/login/?next=%2Fs%2F{SID}%2F"
+    _assert_no_secrets(response)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_session_post_url_answers_by_role(world: World, role: str) -> None:
+    for name, (url, data) in _post_requests(world).items():
+        if name == "set_visibility" and role == "owner":
+            continue  # last: it opens the session to everyone
+        client = world.client(role)
+        response = client.post(url, data)
+        if role == "anonymous":
+            assert response.status_code == 302 and "/accounts/login/" in response["Location"], name
+        elif role == "outsider":
+            assert response.status_code == 404, (name, response.status_code)
+        elif name == "set_visibility" and role == "member":
+            assert response.status_code == 403
+        else:
+            assert response.status_code in (200, 302, 303), (name, response.status_code)
+        if role in ("anonymous", "outsider"):
+            _assert_no_secrets(response)
+
+
+def test_refused_writes_write_nothing(world: World) -> None:
+    entries = world.session.entries.count()
+    for role in ("anonymous", "outsider"):
+        for _name, (url, data) in _post_requests(world).items():
+            world.client(role).post(url, data)
+    world.client("member").post(f"/s/{SID}/visibility/", {"visibility": "signed_in"})
+    assert world.session.entries.count() == entries
+    assert AgentSession.objects.count() == 2  # no fork
+    assert AgentSession.objects.get(pk=world.session.pk).visibility == "teams"
+
+
+def test_the_owner_and_a_team_admin_change_visibility(world: World) -> None:
+    owner = world.client("owner")
+    response = owner.post(f"/s/{SID}/visibility/", {"visibility": "private"})
+    assert response.status_code == 302
+    assert AgentSession.objects.get(pk=world.session.pk).visibility == "private"
+    assert not world.session.teams.exists()
+    # Private now: the member and the team admin lose it.
+    assert world.client("member").get(f"/s/{SID}/").status_code == 404
+    assert (
+        world.client("team_admin").post(f"/s/{SID}/visibility/", {"visibility": "signed_in"}).status_code
+        == 404
+    )
+
+    share = {"visibility": "teams", "teams": [world.team.pk]}
+    # Only a team the owner belongs to (or one the session already has) can be chosen.
+    assert owner.post(f"/s/{SID}/visibility/", share, headers=HTMX).status_code == 400
+    Membership.objects.create(team=world.team, user=world.users["owner"])
+    fragment = owner.post(f"/s/{SID}/visibility/", share, headers=HTMX)
+    assert fragment.status_code == 200 and 'id="visibility"' in fragment.content.decode()
+    admin = world.client("team_admin")
+    assert admin.post(f"/s/{SID}/visibility/", {"visibility": "signed_in"}).status_code == 302
+    assert world.client("outsider").get(f"/s/{SID}/").status_code == 200
+
+
+def test_teams_visibility_needs_a_team(world: World) -> None:
+    response = world.client("owner").post(f"/s/{SID}/visibility/", {"visibility": "teams"})
+    assert response.status_code == 400
+    assert AgentSession.objects.get(pk=world.session.pk).teams.count() == 1
+
+
+def test_the_visibility_form_shows_only_to_who_may_change_it(world: World) -> None:
+    owner_page = world.client("owner").get(f"/s/{SID}/").content.decode()
+    member_page = world.client("member").get(f"/s/{SID}/").content.decode()
+    # The partial is included by the session page once the lead adds the include line; the tag decides alone.
+    from django.template.loader import render_to_string
+    from django.test import RequestFactory
+
+    request = RequestFactory().get("/")
+    request.user = world.users["owner"]
+    owner_partial = render_to_string("treeview/_visibility.html", {"session": world.session}, request)
+    request.user = world.users["member"]
+    member_partial = render_to_string("treeview/_visibility.html", {"session": world.session}, request)
+    assert 'name="visibility"' in owner_partial and "reviewers" in owner_partial
+    assert 'name="visibility"' not in member_partial and "Visible to:" in member_partial
+    assert 'id="visibility"' in owner_page and 'name="visibility"' in owner_page
+    assert 'id="visibility"' in member_page and 'name="visibility"' not in member_page
+
+
+# -- the list and the search -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ["outsider", "member"])
+def test_the_list_shows_only_visible_sessions(world: World, role: str) -> None:
+    body = _body(world.client(role).get("/"))
+    assert (SECRETS[0] in body) is (role == "member")
+    assert ("run it" in body) is (role == "member")
+
+
+@pytest.mark.parametrize("role", ["outsider", "member", "superuser"])
+def test_search_finds_only_visible_sessions(world: World, role: str) -> None:
+    client = world.client(role)
+    hits = _body(client.get("/search/?q=argparse"))
+    by_title = _body(client.get("/search/?q=proj"))  # the working directory: a session match
+    visible = role != "outsider"
+    assert (SECRETS[1] in hits or "argparse</mark>" in hits) is visible
+    assert (f"/s/{SID}/" in hits) is visible
+    assert (f"/s/{SID}/" in by_title) is visible
+
+
+def test_uploads_belong_to_the_uploader_and_start_private(
+    world: World, settings: Any, tmp_path: Path
+) -> None:
+    settings.ARBOR_UPLOAD_DIR = tmp_path / "uploads"
+    text = (DATA / "handmade" / UPLOADED).read_bytes()
+    upload = SimpleUploadedFile("mine.jsonl", text)
+    response = world.client("outsider").post("/upload/", {"files": upload})
+    assert response.status_code == 200
+    uploaded = AgentSession.objects.exclude(pk__in=[world.session.pk, world.long.pk]).get()
+    assert uploaded.owner == world.users["outsider"] and uploaded.visibility == "private"
+    assert access.can_view(world.users["outsider"], uploaded)
+    assert not access.can_view(world.users["member"], uploaded)
+    assert access.can_view(world.users["superuser"], uploaded)
+    assert Client().post("/upload/", {"files": SimpleUploadedFile("x.jsonl", text)}).status_code == 302
+
+
+def test_sessions_without_owner_are_visible_to_everyone_signed_in(world: World) -> None:
+    AgentSession.objects.filter(pk=world.session.pk).update(owner=None, visibility="signed_in")
+    session = AgentSession.objects.get(pk=world.session.pk)
+    assert access.can_view(world.users["outsider"], session)
+    assert not access.can_view(AnonymousUser(), session)
+    assert not access.can_manage(world.users["outsider"], session)
+    assert access.can_manage(world.users["superuser"], session)
+
+
+def test_an_inactive_user_sees_nothing(world: World) -> None:
+    owner = world.users["owner"]
+    owner.is_active = False
+    owner.save()
+    assert not access.can_view(owner, world.session)
+    assert not access.visible_sessions(owner).exists()
+
+
+# -- CSRF ----------------------------------------------------------------------------------------------------
+
+
+def test_every_post_needs_the_csrf_token(world: World) -> None:
+    client = world.client("owner", enforce_csrf_checks=True)
+    posts = dict(_post_requests(world))
+    posts["upload"] = ("/upload/", {"files": SimpleUploadedFile("a.jsonl", b"{}\n")})
+    posts["logout"] = ("/accounts/logout/", {})
+    posts["password_change"] = ("/accounts/password/", {})
+    for name, (url, data) in posts.items():
+        assert client.post(url, data).status_code == 403, name
+    assert AgentSession.objects.get(pk=world.session.pk).visibility == "teams"
+    assert world.session.entries.count() == AgentSession.objects.get(pk=world.session.pk).entry_count
+
+
+# -- single-user mode ----------------------------------------------------------------------------------------
+
+
+def test_single_user_mode_asks_no_login_and_acts_as_local(
+    world: World, settings: Any, tmp_path: Path
+) -> None:
+    settings.ARBOR_SINGLE_USER = True
+    client = Client()
+    for name, url in _get_urls(world).items():
+        assert client.get(url).status_code in (200, 302), name
+    assert SECRETS[0] in _body(client.get("/"))
+    assert client.post(f"/s/{SID}/label/", {"target_id": "b2000001", "label": "x"}).status_code in (200, 302)
+    assert "Log out" not in _body(client.get("/"))
+    # The user "local" is made when a request needs a user: an upload's owner.
+    settings.ARBOR_UPLOAD_DIR = tmp_path / "uploads"
+    upload = SimpleUploadedFile("mine.jsonl", (DATA / "handmade" / UPLOADED).read_bytes())
+    assert client.post("/upload/", {"files": upload}).status_code == 200
+    local = User.objects.get(username="local")
+    assert local.is_superuser and not local.has_usable_password()
+    assert AgentSession.objects.get(owner=local).visibility == "private"
+
+
+def test_multi_user_mode_redirects_every_page_to_login(world: World) -> None:
+    for url in ("/", "/search/?q=x", "/admin/", "/accounts/invites/", "/accounts/password/"):
+        response = Client().get(url)
+        assert response.status_code == 302 and "/login/" in response["Location"], url
+
+
+# -- the websocket -----------------------------------------------------------------------------------------
+
+application = URLRouter(websocket_urlpatterns)
+
+
+async def _connect(user: Any, path: str = f"/ws/s/{SID}/") -> tuple[bool, Any]:
+    communicator = WebsocketCommunicator(application, path)
+    if user is not None:
+        communicator.scope["user"] = user
+    ok, code = await communicator.connect(timeout=5)
+    if ok:
+        await communicator.send_json_to({"type": "ping"})
+        assert await communicator.receive_json_from(timeout=5) == {"type": "pong"}
+        await communicator.disconnect()
+    return ok, code
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("role", ROLES)
+async def test_the_socket_admits_only_who_may_see_the_session(
+    tmp_path: Path, settings: Any, role: str
+) -> None:
+    world = await sync_to_async(_world)(tmp_path)
+    user = AnonymousUser() if role == "anonymous" else world.users[role]
+    ok, code = await _connect(user)
+    if role in ALLOWED:
+        assert ok, code
+    else:
+        assert not ok and code == 4403
+    # A missing session looks the same as a hidden one to whoever does not see everything.
+    ok, code = await _connect(user, "/ws/s/no-such-session/")
+    assert not ok and code == (4404 if role == "superuser" else 4403)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_socket_without_a_scope_user_is_refused_unless_single_user(
+    tmp_path: Path, settings: Any
+) -> None:
+    await sync_to_async(_world)(tmp_path)
+    ok, code = await _connect(None)
+    assert not ok and code == 4403
+    settings.ARBOR_SINGLE_USER = True
+    ok, code = await _connect(None)
+    assert ok, code
+
+
+def test_a_fork_can_inherit_the_parents_access(world: World) -> None:
+    fork = AgentSession.objects.get(pk=world.long.pk)
+    AgentSession.objects.filter(pk=fork.pk).update(owner=None, visibility="signed_in")
+    fork.teams.clear()
+    inherit_access(fork, world.session, world.users["member"])
+    fork = AgentSession.objects.get(pk=fork.pk)
+    assert fork.owner == world.users["member"] and fork.visibility == "teams"
+    assert list(fork.teams.all()) == [world.team]
+    assert not access.can_view(world.users["outsider"], fork)
+
+
+# -- forks: as private as their original, and no title of a session one may not see ------------------------
+
+
+def test_a_fork_made_by_a_member_is_theirs_and_seen_by_the_original_teams(world: World) -> None:
+    member = world.client("member")
+    response = member.post(f"/s/{SID}/fork/", {"entry_id": "b2000003"})
+    assert response.status_code == 303
+    fork = AgentSession.objects.exclude(pk__in=[world.session.pk, world.long.pk]).get()
+    assert fork.owner == world.users["member"]
+    assert fork.visibility == "teams"
+    assert list(fork.teams.all()) == [world.team]
+    assert world.client("outsider").get(f"/s/{fork.session_id}/").status_code == 404
+    assert world.client("team_admin").get(f"/s/{fork.session_id}/").status_code == 200
+
+
+def test_links_between_fork_and_original_name_only_sessions_one_may_see(world: World) -> None:
+    world.client("owner").post(f"/s/{SID}/fork/", {"entry_id": "b2000003"})
+    fork = AgentSession.objects.exclude(pk__in=[world.session.pk, world.long.pk]).get()
+    # The fork is made public to every signed-in user; the original stays with its team.
+    AgentSession.objects.filter(pk=fork.pk).update(visibility="signed_in")
+    outsider = world.client("outsider").get(f"/s/{fork.session_id}/")
+    assert outsider.status_code == 200
+    assert "Forked from" not in _body(outsider)
+    assert f"/s/{SID}/" not in _body(outsider)
+    owner = world.client("owner").get(f"/s/{fork.session_id}/")
+    assert "Forked from" in _body(owner)
+    # And the original lists the fork only to those who see it.
+    AgentSession.objects.filter(pk=fork.pk).update(visibility="private")
+    member_view = world.client("member").get(f"/s/{SID}/")
+    assert f"/s/{fork.session_id}/" not in _body(member_view)
+    assert f"/s/{fork.session_id}/" in _body(world.client("owner").get(f"/s/{SID}/"))

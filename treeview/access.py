@@ -1,0 +1,142 @@
+"""Who may see and change which session: the one place the views, the search and the websocket ask.
+
+Rules (issue 6): a session is visible to its owner, to superusers, and by its ``visibility`` to everyone
+signed in (``signed_in``), to the members of its ``teams`` (``teams``) or to nobody else (``private``).
+Sessions without an owner were imported from the agents' directories ("site" sessions); they start visible to
+everyone signed in and only superusers manage them. The owner, superusers and the admins of a team the session
+is shared with change its visibility. In single-user mode (``ARBOR_SINGLE_USER``) everything is allowed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.middleware import LoginRequiredMiddleware
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import resolve_url
+from django.utils.functional import SimpleLazyObject
+from django.utils.http import urlencode
+
+from treeview.models import AgentSession, Membership
+
+#: The user every request acts as in single-user mode.
+LOCAL_USERNAME = "local"
+
+
+def local_user() -> Any:
+    """The superuser "local" (created on first use, without a usable password: nobody logs in as it)."""
+    user_model = get_user_model()
+    user, created = user_model.objects.get_or_create(
+        username=LOCAL_USERNAME, defaults={"is_staff": True, "is_superuser": True}
+    )
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    return user
+
+
+def sees_everything(user: Any) -> bool:
+    """Single-user mode, or an active superuser. Checked first, so the single-user case queries nothing."""
+    return bool(settings.ARBOR_SINGLE_USER or (user.is_active and user.is_superuser))
+
+
+def _signed_in(user: Any) -> bool:
+    return bool(user is not None and user.is_authenticated and user.is_active)
+
+
+def _visible(user: Any) -> Q:
+    shared_with_my_teams = AgentSession.teams.through.objects.filter(team__memberships__user=user).values(
+        "agentsession_id"
+    )
+    return (
+        Q(owner=user)
+        | Q(visibility=AgentSession.Visibility.SIGNED_IN)
+        | Q(visibility=AgentSession.Visibility.TEAMS, pk__in=shared_with_my_teams)
+    )
+
+
+def session_scope(user: Any) -> QuerySet[AgentSession] | None:
+    """The sessions ``user`` may see, or ``None`` when that is all of them (no filter needed)."""
+    if sees_everything(user):
+        return None
+    if not _signed_in(user):
+        return AgentSession.objects.none()
+    return AgentSession.objects.filter(_visible(user))
+
+
+def visible_sessions(user: Any, queryset: QuerySet[AgentSession] | None = None) -> QuerySet[AgentSession]:
+    """``queryset`` (default: every session) narrowed to the sessions ``user`` may see."""
+    queryset = AgentSession.objects.all() if queryset is None else queryset
+    if sees_everything(user):
+        return queryset
+    if not _signed_in(user):
+        return queryset.none()
+    return queryset.filter(_visible(user))
+
+
+def can_view(user: Any, session: AgentSession) -> bool:
+    if sees_everything(user):
+        return True
+    if not _signed_in(user):
+        return False
+    if session.owner_id == user.pk or session.visibility == AgentSession.Visibility.SIGNED_IN:
+        return True
+    return visible_sessions(user).filter(pk=session.pk).exists()
+
+
+def can_manage(user: Any, session: AgentSession) -> bool:
+    """May ``user`` change who sees ``session``: its owner, a superuser, an admin of a team it is shared
+    with."""
+    if sees_everything(user):
+        return True
+    if not _signed_in(user):
+        return False
+    if session.owner_id is not None and session.owner_id == user.pk:
+        return True
+    return (
+        session.visibility == AgentSession.Visibility.TEAMS
+        and Membership.objects.filter(
+            user=user, role=Membership.Role.ADMIN, team__sessions=session.pk
+        ).exists()
+    )
+
+
+# -- requests ----------------------------------------------------------------------------------------------
+
+
+class AccessMiddleware(LoginRequiredMiddleware):
+    """Single-user mode: every request acts as "local". Otherwise a view needs a signed-in user unless it is
+    marked ``login_not_required`` (login, invite); htmx requests get a 401 with ``HX-Redirect`` to the login
+    page instead of the login page swapped into a fragment."""
+
+    def process_request(self, request: HttpRequest) -> None:
+        if settings.ARBOR_SINGLE_USER:
+            # Lazy: a page that never looks at the user costs no query.
+            request.user = SimpleLazyObject(local_user)
+
+    def process_view(self, request: HttpRequest, view_func: Any, view_args: Any, view_kwargs: Any) -> Any:
+        if settings.ARBOR_SINGLE_USER:
+            return None
+        return super().process_view(request, view_func, view_args, view_kwargs)
+
+    def handle_no_permission(self, request: HttpRequest, view_func: Any) -> HttpResponse:
+        if request.headers.get("HX-Request") != "true":
+            return super().handle_no_permission(request, view_func)
+        # Back to the page the fragment was asked from, once signed in (a path on this site only).
+        current = urlsplit(request.headers.get("HX-Current-URL", ""))
+        next_url = (current.path or "/") + (f"?{current.query}" if current.query else "")
+        if not next_url.startswith("/") or next_url.startswith("//"):
+            next_url = "/"
+        login = resolve_url(self.get_login_url(view_func))
+        response = HttpResponse("Sign in to continue.", status=401, content_type="text/plain")
+        response["HX-Redirect"] = f"{login}?{urlencode({self.redirect_field_name: next_url})}"
+        return response
+
+
+def context(request: HttpRequest) -> dict[str, Any]:
+    """Template context: whether the site runs in single-user mode (no user menu, no sharing controls)."""
+    return {"single_user": settings.ARBOR_SINGLE_USER}
