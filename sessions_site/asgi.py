@@ -13,8 +13,14 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+from django.urls import resolve  # noqa: E402
 
+from treeview.render.highlight import lexer_for_filename  # noqa: E402
 from treeview.routing import websocket_urlpatterns  # noqa: E402
+
+# Warm what the first request would otherwise load: the URLconf with every view, and Pygments' lexer table.
+resolve("/")
+lexer_for_filename("warm.py")
 
 http_application = ASGIStaticFilesHandler(django_asgi_app) if settings.ARBOR_SERVE_STATIC else django_asgi_app
 

@@ -62,7 +62,8 @@ def test_picking_a_message_with_the_keyboard_opens_the_new_session(page: Page, s
 
     page.wait_for_url(new_session_url("b2000003"))
     expect(page.locator(".session-facts")).to_contain_text("Forked from")
-    expect(page.locator(".session-facts a", has_text=SID)).to_have_attribute("href", f"/s/{SID}/")
+    parent = page.locator(".session-facts a", has_text="Write a CLI argument parser in Python.")
+    expect(parent).to_have_attribute("href", f"/s/{SID}/")
     open_all_rows(page)
     # Everything before the message (its parent b2000002 is the new leaf), nothing after it.
     assert tree_ids(page) == ["a1000001", "a1000002", "b2000001", "b2000002"]

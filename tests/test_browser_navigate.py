@@ -188,3 +188,28 @@ def test_double_escape_and_the_command_box(server: str, page: Page) -> None:
     page.locator("#command-input").fill("/tree")
     page.keyboard.press("Enter")
     expect(page.locator('#tree [aria-selected="true"] a')).to_be_focused()
+
+
+def test_branch_from_the_session_page_opens_the_fork_with_the_text_to_continue(
+    server: str, page: Page
+) -> None:
+    open_page(page, server)
+    page.locator("#command-input").fill("/branch")
+    page.keyboard.press("Enter")
+    picker = page.locator("#branch-picker")
+    expect(picker).to_have_attribute("open", "")
+    choices = picker.locator(".branch-here")
+    expect(choices).to_have_count(3)
+    # The last user message is pre-selected; take the middle one.
+    expect(choices.nth(2)).to_be_focused()
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"continueFrom=b2000003"))
+    expect(page.locator("#continue-box")).to_be_visible()
+    expect(page.locator("#continue-text")).to_have_value("Add subcommands.")
+    expect(page.locator(".session-facts")).to_contain_text("Forked from")
+    fork_url = page.url.split("?")[0]
+    # The parent lists its fork.
+    page.goto(f"{server}/s/{SID}/")
+    fork_link = page.locator(".session-facts a", has_text="Write a CLI argument parser")
+    expect(fork_link).to_have_attribute("href", fork_url.removeprefix(server))

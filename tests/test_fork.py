@@ -541,8 +541,9 @@ def test_the_original_lists_its_forks_and_the_fork_names_its_parent(client: Clie
 
     original = client.get(f"/s/{SID}/")
     assert [(link.title, link.url) for link in original.context["forks"]] == [
-        (first.display_title, f"/s/{first.session_id}/"),
-        (second.display_title, f"/s/{second.session_id}/"),
+        # An unnamed fork is titled by its first prompt; the empty one (forked at the root message) by its id.
+        ("Write a CLI argument parser in Python.", f"/s/{first.session_id}/"),
+        (second.session_id, f"/s/{second.session_id}/"),
     ]
     assert original.context["branch_picker_url"] == picker_url()
     assert original.context["continue_text"] == ""

@@ -86,6 +86,27 @@ def test_title_from_the_omp_title_slot_is_the_row_title(client, tmp_path):
     assert '<span class="title">Fresh start</span>' in html
 
 
+def test_an_unnamed_session_is_titled_by_its_first_prompt(client, tmp_path):
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
+    assert session.title == ""
+
+    listed = client.get("/").content.decode()
+    page = client.get(f"/s/{session.session_id}/").content.decode()
+
+    prompt = "Write a CLI argument parser in Python."
+    assert f'<span class="title">{prompt}</span>' in listed
+    assert f"<h1>{prompt}</h1>" in page
+    # Without the annotation (elsewhere), the id stands in.
+    assert AgentSession.objects.get(pk=session.pk).display_title == session.session_id
+
+
+def test_a_long_first_prompt_is_cut_for_the_title():
+    session = AgentSession(session_id="s1")
+    session.first_prompt = "user: " + "word " * 40
+    assert len(session.display_title) == 80
+    assert session.display_title.endswith("…")
+
+
 def test_sessions_are_grouped_by_project_latest_activity_first(client):
     make_sessions(2, cwd="/old/project", start=datetime(2025, 1, 1, tzinfo=UTC))
     make_sessions(2, cwd="/new/project", start=datetime(2026, 6, 1, tzinfo=UTC))
@@ -161,7 +182,7 @@ def test_forked_session_links_to_its_parent(client, tmp_path):
     html = client.get("/").content.decode()
 
     assert "forked from" in html
-    assert f'<a href="/s/{parent.session_id}/">{parent.display_title}</a>' in html
+    assert f'<a href="/s/{parent.session_id}/">Write a CLI argument parser in Python.</a>' in html
 
 
 def test_session_link_opens_the_session_page(client):

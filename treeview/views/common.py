@@ -9,6 +9,7 @@ from django.db.models import Count
 from django.http import Http404, HttpRequest
 from django.urls import NoReverseMatch, reverse
 
+from treeview.access import visible_sessions
 from treeview.forms import (
     CopyForm,
 )
@@ -63,15 +64,19 @@ def shared_ids(session_ids: Iterable[str]) -> set[str]:
 
 
 def session_or_404(request: HttpRequest, session_id: str) -> AgentSession:
-    """The session with this header id: the copy ``?copy=<pk>`` names, else the one synced last."""
+    """The session with this header id: the copy ``?copy=<pk>`` names, else the one synced last.
+
+    Only the sessions the user may see (treeview/access.py): any other is a 404, as if it did not exist.
+    """
     form = CopyForm(request.GET)
     if not form.is_valid():
         raise Http404("malformed copy")
     copy = form.cleaned_data["copy"]
+    sessions = visible_sessions(request.user, AgentSession.objects.with_first_prompt())
     if copy is not None:
-        session = AgentSession.objects.filter(session_id=session_id, pk=copy).first()
+        session = sessions.filter(session_id=session_id, pk=copy).first()
     else:
-        session = AgentSession.objects.by_session_id(session_id)
+        session = sessions.by_session_id(session_id)  # type: ignore[attr-defined]
     if session is None:
         raise Http404("no imported session has this id")
     return session

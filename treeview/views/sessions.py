@@ -15,6 +15,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from treeview.access import can_view, sees_everything, visible_sessions
 from treeview.forms import (
     UPLOAD_FIELD,
     ListPageForm,
@@ -89,15 +90,19 @@ class ListExtras:
     upload_results: list[UploadOutcome] = field(default_factory=list)
 
 
-def _listed_sessions() -> Any:
-    """Every session, grouped by project (cwd), the project with the latest activity first, newest first."""
+def _listed_sessions(user: Any) -> Any:
+    """The sessions ``user`` may see, grouped by project (cwd), the project with the latest activity first,
+    newest first."""
     latest_in_project = (
-        AgentSession.objects.filter(cwd=OuterRef("cwd"))
+        visible_sessions(user)
+        .filter(cwd=OuterRef("cwd"))
         .order_by(F("last_timestamp").desc(nulls_last=True))
         .values("last_timestamp")[:1]
     )
     return (
-        AgentSession.objects.defer("header_raw", "prefix_raw", "title_slot_raw", "tail_raw", "pending_raw")
+        visible_sessions(user)
+        .defer("header_raw", "prefix_raw", "title_slot_raw", "tail_raw", "pending_raw")
+        .with_first_prompt()
         .annotate(project_last=Subquery(latest_in_project))
         .order_by(
             F("project_last").desc(nulls_last=True),
@@ -108,12 +113,14 @@ def _listed_sessions() -> Any:
     )
 
 
-def _rows(sessions: list[AgentSession]) -> list[SessionRow]:
+def _rows(sessions: list[AgentSession], user: Any) -> list[SessionRow]:
     shared = shared_ids(session.session_id for session in sessions)
     rows = []
     for session in sessions:
         # Only a few sessions are forks, so resolving their parents one by one stays cheap.
         parent = session.parent() if session.parent_session else None
+        if parent is not None and not can_view(user, parent):
+            parent = None
         rows.append(
             SessionRow(
                 session=session,
@@ -129,9 +136,9 @@ def _rows(sessions: list[AgentSession]) -> list[SessionRow]:
     return rows
 
 
-def _groups(page: Page[AgentSession]) -> list[ProjectGroup]:
+def _groups(page: Page[AgentSession], user: Any) -> list[ProjectGroup]:
     groups: list[ProjectGroup] = []
-    for row in _rows(list(page.object_list)):
+    for row in _rows(list(page.object_list), user):
         if not groups or groups[-1].cwd != row.session.cwd:
             groups.append(ProjectGroup(row.session.cwd, []))
         groups[-1].rows.append(row)
@@ -148,11 +155,14 @@ def _template(request: HttpRequest) -> str:
 def _render_list(
     request: HttpRequest, page_number: int, extras: ListExtras | None = None, *, status: int = 200
 ) -> TemplateResponse:
-    page = Paginator(_listed_sessions(), SESSIONS_PER_PAGE).get_page(page_number)
+    page = Paginator(_listed_sessions(request.user), SESSIONS_PER_PAGE).get_page(page_number)
     issues = ImportIssue.objects.order_by("-seen_at", "source_path")
+    if not sees_everything(request.user):
+        # The files that failed to import are the site's business (their paths), not every user's.
+        issues = issues.none()
     context = {
         "page_obj": page,
-        "groups": _groups(page),
+        "groups": _groups(page, request.user),
         "issues": issues[:IMPORT_ISSUES_SHOWN],
         "issue_count": issues.count(),
         "write_back": settings.ARBOR_WRITE_BACK,
@@ -190,7 +200,9 @@ def _outcome(name: str, result: SyncResult) -> UploadOutcome:
     )
 
 
-def _import_uploads(handler: SessionUploadHandler, files: list[UploadedFile]) -> list[UploadOutcome]:
+def _import_uploads(
+    handler: SessionUploadHandler, files: list[UploadedFile], owner: Any
+) -> list[UploadOutcome]:
     stored = iter(files)
     outcomes = []
     for part in handler.parts:
@@ -205,7 +217,7 @@ def _import_uploads(handler: SessionUploadHandler, files: list[UploadedFile]) ->
             )
         else:
             try:
-                result = import_upload(part.name, upload.chunks())
+                result = import_upload(part.name, upload.chunks(), owner=owner)
             except OSError as error:
                 outcomes.append(UploadOutcome(part.name, "failed", f"could not store the upload: {error}"))
             else:
@@ -230,7 +242,8 @@ def _checked_upload(request: HttpRequest, handler: SessionUploadHandler) -> Temp
     if not handler.parts:
         extras = ListExtras(notice=Notice("Choose one or more .jsonl session files to upload.", error=True))
         return _render_list(request, 1, extras, status=400)
-    return _render_list(request, 1, ListExtras(upload_results=_import_uploads(handler, files)))
+    outcomes = _import_uploads(handler, files, request.user)
+    return _render_list(request, 1, ListExtras(upload_results=outcomes))
 
 
 # -- the position marker -----------------------------------------------------------------------------------
