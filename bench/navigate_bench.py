@@ -628,7 +628,7 @@ def render(results: list[tuple[str, dict[str, Any]]], info: dict[str, str], serv
             + (
                 f"`ANALYZE` run after the import ({_fmt_s(result['analyze_s'])})."
                 if "analyze_s" in result
-                else "no `ANALYZE` after the import (the database as the import leaves it)."
+                else "the database as the import leaves it (a big import refreshes the planner statistics)."
             ),
             "",
             "| measurement | n | median | p95 | max | full GCs | target |",
