@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 from treeview.session.body_text import body_text
 from treeview.session.ids import parse_timestamp_ms
 from treeview.session.selector_text import display_text, has_text_content, searchable_text
 
-__all__ = ["EntryFacts", "ToolCalls", "entry_body", "entry_facts"]
+__all__ = ["ENTRY_FIELDS", "EntryFacts", "ToolCalls", "entry_body", "entry_facts", "entry_values"]
 
 #: toolCallId → (name, arguments) of the assistant tool calls seen so far (labels tool-result rows).
 ToolCalls = dict[str, tuple[Any, Any]]
@@ -54,10 +55,11 @@ class EntryFacts:
 
     def columns(self) -> dict[str, Any]:
         """The ``Entry`` fields these facts fill (everything but where the line is and its text)."""
-        return {name: getattr(self, name) for name in _ENTRY_FIELDS}
+        return dict(zip(ENTRY_FIELDS, entry_values(self), strict=True))
 
 
-_ENTRY_FIELDS = (
+#: The ``Entry`` fields an ``EntryFacts`` fills, in the order :func:`entry_values` gives them.
+ENTRY_FIELDS = (
     "entry_id",
     "parent_id",
     "type",
@@ -76,6 +78,9 @@ _ENTRY_FIELDS = (
     "output_tokens",
     "cost",
 )
+
+#: ``entry_values(facts)``: the values of ``ENTRY_FIELDS``, as a tuple (one C call per row of an import).
+entry_values = attrgetter(*ENTRY_FIELDS)
 
 
 def _storable(text: str) -> str:

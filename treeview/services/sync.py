@@ -33,7 +33,7 @@ from django.db import connections, router, transaction
 from django.db.models import Count, Max, Min, Q, Sum
 
 from treeview.models import AgentSession, Entry, ImportIssue
-from treeview.services.columns import ToolCalls, entry_facts
+from treeview.services.columns import ENTRY_FIELDS, ToolCalls, entry_facts, entry_values
 from treeview.services.events import publish_session_changed
 from treeview.session.jsonl import (
     CHUNK_SIZE,
@@ -517,35 +517,8 @@ class _Importer:
         facts = entry_facts(value, self.tool_calls)
         # A plain tuple in _ENTRY_COLUMNS order: building an Entry per line (and letting bulk_create turn it
         # back into parameters) was most of the import time.
-        self.rows.append(
-            (
-                session.pk,
-                session.next_seq,
-                line,
-                _ORIGIN_FILE,
-                True,
-                before,
-                digest,
-                facts.entry_id,
-                facts.parent_id,
-                facts.type,
-                facts.role,
-                facts.timestamp,
-                facts.ts,
-                raw,
-                facts.text,
-                facts.search_text,
-                facts.body_text,
-                facts.has_text,
-                facts.stop_reason,
-                facts.label_target,
-                facts.label_text,
-                facts.model,
-                facts.input_tokens,
-                facts.output_tokens,
-                facts.cost,
-            )
-        )
+        where = (session.pk, session.next_seq, line, _ORIGIN_FILE, True, before, digest, raw)
+        self.rows.append((*where, *entry_values(facts)))
         session.next_seq += 1
         if len(self.rows) >= BATCH_SIZE:
             self._flush()
@@ -588,33 +561,7 @@ class _Importer:
 
 
 #: The Entry fields a row of :meth:`_Importer._add` fills, in order (every column but the primary key).
-_ENTRY_COLUMNS = (
-    "session",
-    "seq",
-    "line",
-    "origin",
-    "in_file",
-    "before",
-    "digest",
-    "entry_id",
-    "parent_id",
-    "type",
-    "role",
-    "timestamp",
-    "ts",
-    "raw",
-    "text",
-    "search_text",
-    "body_text",
-    "has_text",
-    "stop_reason",
-    "label_target",
-    "label_text",
-    "model",
-    "input_tokens",
-    "output_tokens",
-    "cost",
-)
+_ENTRY_COLUMNS = ("session", "seq", "line", "origin", "in_file", "before", "digest", "raw", *ENTRY_FIELDS)
 _TS = _ENTRY_COLUMNS.index("ts")
 _RAW = _ENTRY_COLUMNS.index("raw")
 _ORIGIN_FILE = Entry.Origin.FILE.value
