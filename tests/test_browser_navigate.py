@@ -213,3 +213,21 @@ def test_branch_from_the_session_page_opens_the_fork_with_the_text_to_continue(
     page.goto(f"{server}/s/{SID}/")
     fork_link = page.locator(".session-facts a", has_text="Write a CLI argument parser")
     expect(fork_link).to_have_attribute("href", fork_url.removeprefix(server))
+
+
+def test_the_session_list_offers_a_refresh_when_a_session_changes(server: str, page: Page) -> None:
+    page.goto(f"{server}/")
+    expect(page.locator("body")).to_have_attribute("data-list-live", "true")
+    notice = page.locator("#list-changed")
+    expect(notice).to_be_hidden()
+    other = page.context.new_page()
+    open_page(other, server, "?filter=all")
+    open_entry(other, "b2000001")
+    other.keyboard.press("Shift+L")
+    other.locator(".label-editor").fill("from another tab")
+    other.keyboard.press("Enter")
+    expect(other.locator('#tree [data-entry-id="b2000001"] .label-chip')).to_have_text("from another tab")
+    other.close()
+    expect(notice).to_be_visible()
+    notice.get_by_role("link", name="show them").click()
+    expect(notice).to_be_hidden()

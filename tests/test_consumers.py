@@ -437,3 +437,22 @@ async def test_the_example_extension_keeps_a_labeled_leaf(session: AgentSession)
             await communicator.send_json_to({"type": "start", "target": FIRST_BRANCH_END, "summarize": False})
             done, _ = await until(communicator, "done")
     assert done["leafId"] == FIRST_BRANCH_END
+
+
+# -- the session list ---------------------------------------------------------------------------------------
+
+
+async def test_the_session_list_hears_that_a_session_changed_but_not_which(session: AgentSession) -> None:
+    communicator = WebsocketCommunicator(application, "/ws/sessions/")
+    ok, _ = await communicator.connect(timeout=TIMEOUT)
+    assert ok
+    await sync_to_async(append.set_label)(session, "b2000003", "seen from the list")
+    assert await receive(communicator) == {"type": "changed"}
+    await communicator.disconnect()
+
+
+async def test_the_session_list_socket_needs_a_signed_in_user_outside_single_user_mode() -> None:
+    with override_settings(ARBOR_SINGLE_USER=False):
+        communicator = WebsocketCommunicator(application, "/ws/sessions/")
+        ok, code = await communicator.connect(timeout=TIMEOUT)
+    assert (ok, code) == (False, 4403)

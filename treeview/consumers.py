@@ -25,7 +25,7 @@ from django.urls import reverse
 
 from treeview.access import can_view, sees_everything
 from treeview.models import AgentSession
-from treeview.services.events import session_group
+from treeview.services.events import SESSIONS_GROUP, session_group
 from treeview.services.navigate import NavigationFailed, NavigationOutcome, navigate
 from treeview.session.branch_summary import AbortSignal
 
@@ -232,3 +232,38 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         """The session changed (a label, a move, a summary, a sync): the page refreshes what it shows."""
         changed = {"type": "changed", "reason": event.get("reason"), "entry": event.get("entry")}
         await self.send_json({**changed, "leaf": event.get("leaf")})
+
+
+def _may_list(user: Any) -> bool:
+    return sees_everything(user) or bool(user.is_authenticated and user.is_active)
+
+
+class SessionListConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+    """The session list: told that some session changed (never which: the reader may not see them all)."""
+
+    joined = False
+
+    @classmethod
+    async def encode_json(cls, content: Any) -> str:
+        return orjson.dumps(content).decode()
+
+    async def connect(self) -> None:
+        user = self.scope.get("user") or AnonymousUser()
+        if not await database_sync_to_async(_may_list)(user):
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        await self.channel_layer.group_add(SESSIONS_GROUP, self.channel_name)
+        self.joined = True
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if self.joined:
+            await self.channel_layer.group_discard(SESSIONS_GROUP, self.channel_name)
+
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
+    ) -> None:
+        """The list only listens."""
+
+    async def session_changed(self, event: dict[str, Any]) -> None:
+        await self.send_json({"type": "changed"})

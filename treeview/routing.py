@@ -2,8 +2,9 @@
 
 from django.urls import path
 
-from treeview.consumers import SessionConsumer
+from treeview.consumers import SessionConsumer, SessionListConsumer
 
 websocket_urlpatterns = [
     path("ws/s/<str:session_id>/", SessionConsumer.as_asgi()),
+    path("ws/sessions/", SessionListConsumer.as_asgi()),
 ]
