@@ -40,10 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +59,6 @@ END = "<!-- bench:explorer:end -->"
 ENTRIES = 100_000
 DEEP = 40_000
 CHROMIUM = "/usr/bin/chromium"
-ASGI_APP = "sessions_site.asgi:application"
 
 # Targets (100k entries).
 TARGET_WARM_MS = 150.0
@@ -232,50 +228,6 @@ def run_child(env: dict[str, str], *args: str) -> Any:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def daphne(env: dict[str, str], log: Path) -> Iterator[str]:
-    """A daphne server on the benchmark's database; yields its base URL once it answers."""
-    port = _free_port()
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), ASGI_APP],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                if process.poll() is not None:
-                    raise RuntimeError(f"daphne exited with {process.returncode} (see {log})")
-                try:
-                    # The session list: the session page must not be warmed up here.
-                    with urllib.request.urlopen(url + "/", timeout=5):
-                        break
-                except (urllib.error.URLError, ConnectionError, TimeoutError):
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.1)
-            yield url
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
 # Recorded in the page before its own scripts run: when the DOM was ready and when htmx had processed <body>.
 _PROBE = """
 document.addEventListener("DOMContentLoaded", () => { window.__benchDcl = performance.now(); });
@@ -332,7 +284,7 @@ def browse(browser: Any, url: str, expect_selected: str | None) -> dict[str, Any
 def browser_round(env: dict[str, str], info: dict[str, Any], work: Path, repeat: int) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
-    from tests.browser import CHROMIUM_ARGS
+    from tests.browser import CHROMIUM_ARGS, daphne
 
     page_path = f"/s/{info['session_id']}/"
     deep_path = f"{page_path}?targetId={info['deep_id']}"
@@ -342,7 +294,7 @@ def browser_round(env: dict[str, str], info: dict[str, Any], work: Path, repeat:
         try:
             for name, path, selected in (("page", page_path, None), ("deep", deep_path, info["deep_id"])):
                 # Cold: the first request to a server just started. Warm: the same page again.
-                with daphne(env, work / "daphne.log") as url:
+                with daphne(env, work / "daphne.log", timeout=60) as url:
                     cold = browse(browser, url + path, selected)
                     warm = [browse(browser, url + path, selected) for _ in range(repeat)]
                 results[name] = {"cold": cold, "warm": _median_dict(warm)}

@@ -84,6 +84,32 @@ def server_env(root: Path, **extra: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
+def daphne(env: dict[str, str], log: Path, *, timeout: float = 30) -> Iterator[str]:
+    """daphne on a free port with ``env`` (output appended to ``log``); yields its base URL once ``/``
+    answers. Also used by ``bench/explorer_bench.py``."""
+    port = free_port()
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), ASGI_APP],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_until_serving(url + "/", process, time.monotonic() + timeout)
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@contextlib.contextmanager
 def live_server(root: Path, sessions: Path, **extra: str) -> Iterator[str]:
     """daphne serving a new data directory under ``root`` with ``sessions`` imported; yields its base URL."""
     env = server_env(root, **extra)
@@ -92,27 +118,8 @@ def live_server(root: Path, sessions: Path, **extra: str) -> Iterator[str]:
     subprocess.run(
         [*manage, "import_sessions", "-q", str(sessions)], cwd=REPO, env=env, check=True, timeout=120
     )
-    port = free_port()
-    log = (root / "daphne.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), ASGI_APP],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_serving(url + "/", process, time.monotonic() + 30)
+    with daphne(env, root / "daphne.log") as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
 
 
 @pytest.fixture(scope="module")
