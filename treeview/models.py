@@ -16,12 +16,17 @@ from django.db.models import Max, Q
 __all__ = [
     "AgentSession",
     "AppendOnlyError",
+    "Comment",
     "Entry",
     "EntryQuerySet",
     "ImportIssue",
     "Invite",
     "Membership",
+    "ReviewStatus",
+    "ShareLink",
+    "SiteSettings",
     "Team",
+    "TeamSecret",
 ]
 
 
@@ -314,3 +319,144 @@ class ImportIssue(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source_path}: {self.error}"
+
+
+# -- review ------------------------------------------------------------------------------------------------
+# Comments and review statuses are keyed by the entry id (a string), never by an Entry row: a re-import of a
+# grown or rewritten file replaces rows but keeps the ids, and so keeps the review.
+
+
+class Comment(models.Model):
+    """A comment on an entry, or on a text range inside it; replies point at the thread's first comment."""
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="comments")
+    entry_id = models.CharField(max_length=64)
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="replies", help_text="thread root"
+    )
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="arbor_comments"
+    )
+    body = models.TextField(help_text="Markdown source (rendered sanitized)")
+    quote = models.TextField(blank=True, help_text="the text range commented on, as selected")
+    quote_start = models.PositiveIntegerField(
+        null=True, blank=True, help_text="offset of the quote in the entry's text"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    edited_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True, help_text="deleted by its author; replies stay")
+    resolved_at = models.DateTimeField(null=True, blank=True, help_text="on the thread root")
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    mentions = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="arbor_mentions")
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        indexes = [models.Index(fields=["session", "entry_id"])]
+
+    def __str__(self) -> str:
+        return f"comment {self.pk} on {self.entry_id}"
+
+
+class ReviewStatus(models.Model):
+    """The review status of one branch, named by its leaf entry. No row: unreviewed."""
+
+    class Status(models.TextChoices):
+        UNREVIEWED = "unreviewed", "unreviewed"
+        APPROVED = "approved", "approved"
+        NEEDS_CHANGES = "needs_changes", "needs changes"
+        ABANDONED = "abandoned", "abandoned"
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="review_statuses")
+    leaf_id = models.CharField(max_length=64)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.UNREVIEWED)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "leaf_id"], name="review_unique_leaf")]
+        indexes = [models.Index(fields=["status", "session"])]
+
+    def __str__(self) -> str:
+        return f"{self.leaf_id}: {self.status}"
+
+
+# -- sharing -----------------------------------------------------------------------------------------------
+
+
+class ShareLink(models.Model):
+    """A read-only link to one branch for people without an account.
+
+    The token is ``lookup`` + a secret part; only ``lookup`` (random, for the index) and the sha256 of the
+    whole token are stored, and the hash is compared in constant time.
+    """
+
+    lookup = models.CharField(max_length=16, unique=True)
+    token_hash = models.CharField(max_length=64, help_text="sha256 of the whole token, hex")
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="share_links")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="share_links"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    leaf_id = models.CharField(max_length=64, help_text="the branch: the path from the root to this entry")
+    target_id = models.CharField(max_length=64, blank=True)
+    filter_mode = models.CharField(max_length=16, default="default")
+    query = models.CharField(max_length=200, blank=True)
+    follows = models.BooleanField(default=False, help_text="follows new entries below the leaf")
+    frozen_seq = models.BigIntegerField(help_text="entries stored before the link was made have seq below this")
+    expires_at = models.DateTimeField()
+    max_views = models.PositiveIntegerField(null=True, blank=True)
+    view_count = models.PositiveIntegerField(default=0)
+    last_viewed_at = models.DateTimeField(null=True, blank=True)
+    note = models.CharField(max_length=500, blank=True)
+    unmasked = models.JSONField(default=list, blank=True, help_text="ids of redaction hits shown in clear")
+    redactions = models.JSONField(
+        default=list, blank=True, help_text="what was masked: [{entry_id, kind, fingerprint}], never the text"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"share {self.lookup} of {self.session_id}"
+
+
+class TeamSecret(models.Model):
+    """An exact string a team wants masked in everything its members share (a hostname, a customer name)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="secrets")
+    value = models.TextField()
+    label = models.CharField(max_length=100, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.label or f"{self.team}: secret {self.pk}"
+
+
+class SiteSettings(models.Model):
+    """Site-wide switches an admin changes at run time (one row, pk 1)."""
+
+    public_sharing = models.BooleanField(
+        default=True, help_text="share links work; off: every link answers 404 and none can be made"
+    )
+
+    class Meta:
+        verbose_name = "site settings"
+        verbose_name_plural = "site settings"
+
+    def __str__(self) -> str:
+        return "site settings"
+
+    @classmethod
+    def current(cls) -> SiteSettings:
+        return cls.objects.get_or_create(pk=1)[0]
