@@ -110,16 +110,30 @@ def daphne(env: dict[str, str], log: Path, *, timeout: float = 30) -> Iterator[s
 
 
 @contextlib.contextmanager
-def live_server(root: Path, sessions: Path, **extra: str) -> Iterator[str]:
-    """daphne serving a new data directory under ``root`` with ``sessions`` imported; yields its base URL."""
+def live_server(root: Path, sessions: Path, *, setup: str = "", **extra: str) -> Iterator[str]:
+    """daphne serving a new data directory under ``root`` with ``sessions`` imported; yields its base URL.
+
+    ``setup`` is Python run in ``manage.py shell`` after the import (users, teams, owners for a multi-user
+    test: pass ``ARBOR_SINGLE_USER="0"`` too)."""
     env = server_env(root, **extra)
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "-v", "0"], cwd=REPO, env=env, check=True, timeout=120)
     subprocess.run(
         [*manage, "import_sessions", "-q", str(sessions)], cwd=REPO, env=env, check=True, timeout=120
     )
+    if setup:
+        subprocess.run([*manage, "shell", "-c", setup], cwd=REPO, env=env, check=True, timeout=120)
     with daphne(env, root / "daphne.log") as url:
         yield url
+
+
+def sign_in(page: Page, base_url: str, username: str, password: str) -> None:
+    """Sign in through the login form (multi-user live servers)."""
+    page.goto(f"{base_url}/accounts/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit], input[type=submit]")
+    page.wait_for_url(lambda url: "/accounts/login/" not in url)
 
 
 @pytest.fixture(scope="module")
