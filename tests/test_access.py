@@ -23,7 +23,7 @@ from treeview import access
 from treeview.models import AgentSession, Membership, Team
 from treeview.routing import websocket_urlpatterns
 from treeview.services.sync import sync_file
-from treeview.services.visibility import inherit_access
+from treeview.services.visibility import inherit_access, set_visibility
 
 FIXTURE = "v3_branching_labels.jsonl"
 UPLOADED = "v3_compaction.jsonl"
@@ -381,6 +381,49 @@ async def test_the_socket_without_a_scope_user_is_refused_unless_single_user(
     settings.ARBOR_SINGLE_USER = True
     ok, code = await _connect(None)
     assert ok, code
+
+
+async def _open(user: Any) -> Any:
+    communicator = WebsocketCommunicator(application, f"/ws/s/{SID}/")
+    communicator.scope["user"] = user
+    ok, code = await communicator.connect(timeout=5)
+    assert ok, code
+    return communicator
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_open_socket_is_closed_when_the_session_is_made_private(tmp_path: Path) -> None:
+    world = await sync_to_async(_world)(tmp_path)
+    member = await _open(world.users["member"])
+    owner = await _open(world.users["owner"])
+    await sync_to_async(set_visibility)(world.session, "private", [])
+    assert await member.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+    # The owner still sees it: told that it changed, and the socket stays.
+    changed = await owner.receive_json_from(timeout=5)
+    assert changed["type"] == "changed" and changed["reason"] == "access"
+    await owner.send_json_to({"type": "ping"})
+    assert await owner.receive_json_from(timeout=5) == {"type": "pong"}
+    await owner.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_open_socket_is_closed_when_its_user_leaves_the_team(tmp_path: Path) -> None:
+    world = await sync_to_async(_world)(tmp_path)
+    member = await _open(world.users["member"])
+    await sync_to_async(Membership.objects.filter(user=world.users["member"]).delete)()
+    assert await member.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_navigation_started_after_access_was_lost_is_refused(tmp_path: Path) -> None:
+    world = await sync_to_async(_world)(tmp_path)
+    member = await _open(world.users["member"])
+    # Taken away without an event reaching the socket (e.g. another process without a shared channel layer).
+    await sync_to_async(AgentSession.objects.filter(pk=world.session.pk).update)(visibility="private")
+    leaf = world.session.leaf_id
+    await member.send_json_to({"type": "start", "target": "b2000001", "summarize": False})
+    assert await member.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+    assert (await sync_to_async(AgentSession.objects.get)(pk=world.session.pk)).leaf_id == leaf
 
 
 def test_a_fork_can_inherit_the_parents_access(world: World) -> None:

@@ -14,7 +14,7 @@ from django.test import Client
 from django.utils import timezone
 
 from tests.test_settings import load_settings
-from treeview.models import Invite
+from treeview.models import Invite, Membership, Team
 from treeview.views.accounts import create_invite, token_hash
 
 pytestmark = pytest.mark.django_db
@@ -151,6 +151,45 @@ def test_a_valid_invite_creates_the_account_and_signs_in(staff: User) -> None:
     assert client.get("/").status_code == 200  # signed in
     invite = Invite.objects.get()
     assert invite.used_by == bob and invite.used_at is not None
+
+
+def test_an_invite_into_a_team_makes_the_new_account_a_member_with_the_chosen_role(staff: User) -> None:
+    team = Team.objects.create(name="reviewers")
+    client = Client()
+    client.force_login(staff)
+    page = client.post("/accounts/invites/", {"note": "", "team": team.pk, "role": "admin"}).content.decode()
+    assert "joins <strong>reviewers</strong> as admin" in page
+    path = re.search(r"http://testserver(/accounts/invite/[A-Za-z0-9_-]+/)", page)
+    assert path is not None
+    assert _accept(path.group(1)).status_code == 302
+    bob = User.objects.get(username="bob")
+    assert Membership.objects.get(user=bob).team == team
+    assert Membership.objects.get(user=bob).role == Membership.Role.ADMIN
+
+
+def test_a_team_admin_invites_only_into_their_own_teams(alice: User) -> None:
+    mine, other = Team.objects.create(name="mine"), Team.objects.create(name="other")
+    Membership.objects.create(team=mine, user=alice, role=Membership.Role.ADMIN)
+    client = Client()
+    client.force_login(alice)
+    form = client.get("/accounts/invites/").content.decode()
+    assert "mine" in form and "other" not in form
+    refused = client.post("/accounts/invites/", {"team": other.pk})
+    assert refused.status_code == 200 and "/accounts/invite/" not in refused.content.decode()
+    assert client.post("/accounts/invites/", {}).status_code == 200  # a team is required
+    assert not Invite.objects.exists()
+    client.post("/accounts/invites/", {"team": mine.pk})
+    assert Invite.objects.get().team == mine
+
+
+def test_a_plain_member_may_not_invite(alice: User) -> None:
+    Membership.objects.create(team=Team.objects.create(name="t"), user=alice)
+    client = Client()
+    client.force_login(alice)
+    assert client.get("/accounts/invites/").status_code == 403
+    assert client.post("/accounts/invites/", {"note": "x"}).status_code == 403
+    assert "Invite</a>" not in client.get("/").content.decode()
+    assert not Invite.objects.exists()
 
 
 def test_an_invite_works_once(staff: User) -> None:

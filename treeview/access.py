@@ -21,7 +21,7 @@ from django.shortcuts import resolve_url
 from django.utils.functional import SimpleLazyObject
 from django.utils.http import urlencode
 
-from treeview.models import AgentSession, Membership
+from treeview.models import AgentSession, Membership, Team
 
 #: The user every request acts as in single-user mode.
 LOCAL_USERNAME = "local"
@@ -105,6 +105,21 @@ def can_manage(user: Any, session: AgentSession) -> bool:
     )
 
 
+def invite_teams(user: Any) -> QuerySet[Team]:
+    """The teams ``user`` may invite people into: every team for staff, else those they administer."""
+    if user.is_active and (user.is_staff or user.is_superuser):
+        return Team.objects.order_by("name")
+    admin = Membership.Role.ADMIN
+    return Team.objects.filter(memberships__user=user, memberships__role=admin).order_by("name")
+
+
+def may_invite(user: Any) -> bool:
+    """Staff invite anyone; a team admin invites into their teams."""
+    if not (user.is_authenticated and user.is_active):
+        return False
+    return bool(user.is_staff or user.is_superuser or invite_teams(user).exists())
+
+
 # -- requests ----------------------------------------------------------------------------------------------
 
 
@@ -138,5 +153,6 @@ class AccessMiddleware(LoginRequiredMiddleware):
 
 
 def context(request: HttpRequest) -> dict[str, Any]:
-    """Template context: whether the site runs in single-user mode (no user menu, no sharing controls)."""
-    return {"single_user": settings.ARBOR_SINGLE_USER}
+    """Template context: whether the site runs in single-user mode (no user menu, no sharing controls), and
+    whether the user may invite people (asked only when a template looks)."""
+    return {"single_user": settings.ARBOR_SINGLE_USER, "may_invite": lambda: may_invite(request.user)}

@@ -7,12 +7,17 @@ class TreeviewConfig(AppConfig):
 
     def ready(self) -> None:
         from django.core import checks
-        from django.db.models.signals import post_migrate
+        from django.db.models.signals import post_delete, post_migrate, post_save
 
         from treeview.extensions import check_extensions
+        from treeview.models import Membership
         from treeview.search import ensure_index_after_migrate
+        from treeview.services.visibility import membership_changed
 
         # ARBOR_EXTENSIONS that cannot be imported show at `manage.py check` and at startup.
         checks.register(check_extensions)
         # Django remakes a SQLite table for many schema changes, dropping the search triggers: put them back.
         post_migrate.connect(ensure_index_after_migrate, sender=self)
+        # Open session sockets check their user again when a team's members change.
+        post_save.connect(membership_changed, sender=Membership, dispatch_uid="arbor-membership-saved")
+        post_delete.connect(membership_changed, sender=Membership, dispatch_uid="arbor-membership-deleted")

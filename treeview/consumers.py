@@ -25,7 +25,7 @@ from django.urls import reverse
 
 from treeview.access import can_view, sees_everything
 from treeview.models import AgentSession
-from treeview.services.events import SESSIONS_GROUP, session_group
+from treeview.services.events import ACCESS_CHANGED, SESSIONS_GROUP, session_group
 from treeview.services.navigate import NavigationFailed, NavigationOutcome, navigate
 from treeview.session.branch_summary import AbortSignal
 
@@ -56,6 +56,16 @@ def _allowed_session(user: Any, session_id: str, copy: str | None) -> tuple[Agen
     if session is None or not can_view(user, session):
         return None, CLOSE_FORBIDDEN
     return session, CLOSE_FORBIDDEN
+
+
+def _may_still_view(user: Any, session_pk: int) -> bool:
+    """``can_view`` against the stored session and the stored user (deactivated, or removed from a team)."""
+    session = AgentSession.objects.filter(pk=session_pk).first()
+    if session is None:
+        return False
+    if user.is_authenticated:
+        user = type(user).objects.filter(pk=user.pk).first() or AnonymousUser()
+    return can_view(user, session)
 
 
 class BadMessage(ValueError):
@@ -149,6 +159,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if self.job is not None and not self.job.done():
             await self._error("busy", "A navigation is already running on this page")
             return
+        # Access is checked again before every write: it may have been taken away since the socket opened.
+        if not await self._still_allowed():
+            return
         self.signal = AbortSignal()
         self.job = asyncio.create_task(self._run(target, summarize, instructions, self.signal))
 
@@ -228,8 +241,21 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     # -- group events -------------------------------------------------------------------------------------
 
+    async def _still_allowed(self) -> bool:
+        """Whether the socket's user may still see the session; if not, stop any job and close with 4403."""
+        assert self.session is not None
+        user = self.scope.get("user") or AnonymousUser()
+        allowed = await database_sync_to_async(_may_still_view)(user, self.session.pk)
+        if not allowed:
+            await self._stop_job()
+            await self.close(code=CLOSE_FORBIDDEN)
+        return allowed
+
     async def session_changed(self, event: dict[str, Any]) -> None:
-        """The session changed (a label, a move, a summary, a sync): the page refreshes what it shows."""
+        """The session changed (a label, a move, a summary, a sync): the page refreshes what it shows. A
+        change of who may see it (``access``) closes the socket of a user who no longer may, first."""
+        if event.get("reason") == ACCESS_CHANGED and not await self._still_allowed():
+            return
         changed = {"type": "changed", "reason": event.get("reason"), "entry": event.get("entry")}
         await self.send_json({**changed, "leaf": event.get("leaf")})
 

@@ -99,6 +99,15 @@ class Invite(models.Model):
     used_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    team = models.ForeignKey(
+        Team,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="invites",
+        help_text="the new account joins this team",
+    )
+    role = models.CharField(max_length=8, choices=Membership.Role.choices, default=Membership.Role.MEMBER)
 
     def __str__(self) -> str:
         return f"invite {self.pk} ({self.note or 'no note'})"
@@ -332,10 +341,19 @@ class Comment(models.Model):
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="comments")
     entry_id = models.CharField(max_length=64)
     parent = models.ForeignKey(
-        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="replies", help_text="thread root"
+        "self",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="replies",
+        help_text="thread root",
     )
     author = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="arbor_comments"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="arbor_comments",
     )
     body = models.TextField(help_text="Markdown source (rendered sanitized)")
     quote = models.TextField(blank=True, help_text="the text range commented on, as selected")
@@ -406,7 +424,7 @@ class ShareLink(models.Model):
     filter_mode = models.CharField(max_length=16, default="default")
     query = models.CharField(max_length=200, blank=True)
     follows = models.BooleanField(default=False, help_text="follows new entries below the leaf")
-    frozen_seq = models.BigIntegerField(help_text="entries stored before the link was made have seq below this")
+    frozen_seq = models.BigIntegerField(help_text="entries stored before the link have a lower seq")
     expires_at = models.DateTimeField()
     max_views = models.PositiveIntegerField(null=True, blank=True)
     view_count = models.PositiveIntegerField(default=0)

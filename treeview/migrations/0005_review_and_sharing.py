@@ -6,100 +6,276 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('treeview', '0004_access'),
+        ("treeview", "0004_access"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='SiteSettings',
+            name="SiteSettings",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('public_sharing', models.BooleanField(default=True, help_text='share links work; off: every link answers 404 and none can be made')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "public_sharing",
+                    models.BooleanField(
+                        default=True,
+                        help_text="share links work; off: every link answers 404 and none can be made",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'site settings',
-                'verbose_name_plural': 'site settings',
+                "verbose_name": "site settings",
+                "verbose_name_plural": "site settings",
             },
         ),
         migrations.CreateModel(
-            name='ShareLink',
+            name="ShareLink",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('lookup', models.CharField(max_length=16, unique=True)),
-                ('token_hash', models.CharField(help_text='sha256 of the whole token, hex', max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('leaf_id', models.CharField(help_text='the branch: the path from the root to this entry', max_length=64)),
-                ('target_id', models.CharField(blank=True, max_length=64)),
-                ('filter_mode', models.CharField(default='default', max_length=16)),
-                ('query', models.CharField(blank=True, max_length=200)),
-                ('follows', models.BooleanField(default=False, help_text='follows new entries below the leaf')),
-                ('frozen_seq', models.BigIntegerField(help_text='entries stored before the link was made have seq below this')),
-                ('expires_at', models.DateTimeField()),
-                ('max_views', models.PositiveIntegerField(blank=True, null=True)),
-                ('view_count', models.PositiveIntegerField(default=0)),
-                ('last_viewed_at', models.DateTimeField(blank=True, null=True)),
-                ('note', models.CharField(blank=True, max_length=500)),
-                ('unmasked', models.JSONField(blank=True, default=list, help_text='ids of redaction hits shown in clear')),
-                ('redactions', models.JSONField(blank=True, default=list, help_text='what was masked: [{entry_id, kind, fingerprint}], never the text')),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='share_links', to=settings.AUTH_USER_MODEL)),
-                ('revoked_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='share_links', to='treeview.agentsession')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("lookup", models.CharField(max_length=16, unique=True)),
+                ("token_hash", models.CharField(help_text="sha256 of the whole token, hex", max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "leaf_id",
+                    models.CharField(
+                        help_text="the branch: the path from the root to this entry", max_length=64
+                    ),
+                ),
+                ("target_id", models.CharField(blank=True, max_length=64)),
+                ("filter_mode", models.CharField(default="default", max_length=16)),
+                ("query", models.CharField(blank=True, max_length=200)),
+                (
+                    "follows",
+                    models.BooleanField(default=False, help_text="follows new entries below the leaf"),
+                ),
+                (
+                    "frozen_seq",
+                    models.BigIntegerField(help_text="entries stored before the link have a lower seq"),
+                ),
+                ("expires_at", models.DateTimeField()),
+                ("max_views", models.PositiveIntegerField(blank=True, null=True)),
+                ("view_count", models.PositiveIntegerField(default=0)),
+                ("last_viewed_at", models.DateTimeField(blank=True, null=True)),
+                ("note", models.CharField(blank=True, max_length=500)),
+                (
+                    "unmasked",
+                    models.JSONField(
+                        blank=True, default=list, help_text="ids of redaction hits shown in clear"
+                    ),
+                ),
+                (
+                    "redactions",
+                    models.JSONField(
+                        blank=True,
+                        default=list,
+                        help_text="what was masked: [{entry_id, kind, fingerprint}], never the text",
+                    ),
+                ),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="share_links",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "revoked_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="share_links",
+                        to="treeview.agentsession",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-pk'],
+                "ordering": ["-created_at", "-pk"],
             },
         ),
         migrations.CreateModel(
-            name='TeamSecret',
+            name="TeamSecret",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('value', models.TextField()),
-                ('label', models.CharField(blank=True, max_length=100)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('team', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='secrets', to='treeview.team')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("value", models.TextField()),
+                ("label", models.CharField(blank=True, max_length=100)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "team",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="secrets",
+                        to="treeview.team",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Comment',
+            name="Comment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('entry_id', models.CharField(max_length=64)),
-                ('body', models.TextField(help_text='Markdown source (rendered sanitized)')),
-                ('quote', models.TextField(blank=True, help_text='the text range commented on, as selected')),
-                ('quote_start', models.PositiveIntegerField(blank=True, help_text="offset of the quote in the entry's text", null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('edited_at', models.DateTimeField(blank=True, null=True)),
-                ('deleted_at', models.DateTimeField(blank=True, help_text='deleted by its author; replies stay', null=True)),
-                ('resolved_at', models.DateTimeField(blank=True, help_text='on the thread root', null=True)),
-                ('author', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='arbor_comments', to=settings.AUTH_USER_MODEL)),
-                ('mentions', models.ManyToManyField(blank=True, related_name='arbor_mentions', to=settings.AUTH_USER_MODEL)),
-                ('parent', models.ForeignKey(blank=True, help_text='thread root', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='replies', to='treeview.comment')),
-                ('resolved_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='comments', to='treeview.agentsession')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("entry_id", models.CharField(max_length=64)),
+                ("body", models.TextField(help_text="Markdown source (rendered sanitized)")),
+                ("quote", models.TextField(blank=True, help_text="the text range commented on, as selected")),
+                (
+                    "quote_start",
+                    models.PositiveIntegerField(
+                        blank=True, help_text="offset of the quote in the entry's text", null=True
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("edited_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "deleted_at",
+                    models.DateTimeField(
+                        blank=True, help_text="deleted by its author; replies stay", null=True
+                    ),
+                ),
+                ("resolved_at", models.DateTimeField(blank=True, help_text="on the thread root", null=True)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="arbor_comments",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "mentions",
+                    models.ManyToManyField(
+                        blank=True, related_name="arbor_mentions", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="thread root",
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="replies",
+                        to="treeview.comment",
+                    ),
+                ),
+                (
+                    "resolved_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="comments",
+                        to="treeview.agentsession",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'pk'],
-                'indexes': [models.Index(fields=['session', 'entry_id'], name='treeview_co_session_0d278c_idx')],
+                "ordering": ["created_at", "pk"],
+                "indexes": [
+                    models.Index(fields=["session", "entry_id"], name="treeview_co_session_0d278c_idx")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='ReviewStatus',
+            name="ReviewStatus",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('leaf_id', models.CharField(max_length=64)),
-                ('status', models.CharField(choices=[('unreviewed', 'unreviewed'), ('approved', 'approved'), ('needs_changes', 'needs changes'), ('abandoned', 'abandoned')], default='unreviewed', max_length=16)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='review_statuses', to='treeview.agentsession')),
-                ('updated_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("leaf_id", models.CharField(max_length=64)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("unreviewed", "unreviewed"),
+                            ("approved", "approved"),
+                            ("needs_changes", "needs changes"),
+                            ("abandoned", "abandoned"),
+                        ],
+                        default="unreviewed",
+                        max_length=16,
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="review_statuses",
+                        to="treeview.agentsession",
+                    ),
+                ),
+                (
+                    "updated_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['status', 'session'], name='treeview_re_status_eadbb9_idx')],
-                'constraints': [models.UniqueConstraint(fields=('session', 'leaf_id'), name='review_unique_leaf')],
+                "indexes": [models.Index(fields=["status", "session"], name="treeview_re_status_eadbb9_idx")],
+                "constraints": [
+                    models.UniqueConstraint(fields=("session", "leaf_id"), name="review_unique_leaf")
+                ],
             },
         ),
     ]

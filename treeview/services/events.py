@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-__all__ = ["SESSIONS_GROUP", "publish_session_changed", "session_group"]
+__all__ = [
+    "ACCESS_CHANGED",
+    "SESSIONS_GROUP",
+    "publish_access_changed",
+    "publish_session_changed",
+    "session_group",
+]
 
 log = logging.getLogger(__name__)
 
 #: Every page that lists sessions listens here.
 SESSIONS_GROUP = "sessions"
+#: The reason of a change of who may see a session: open sockets check their user again.
+ACCESS_CHANGED = "access"
 
 
 def session_group(session_pk: int) -> str:
@@ -37,3 +46,9 @@ def publish_session_changed(session_pk: int, session_id: str, reason: str, **ext
             log.warning("could not publish a change of session %s", session_id, exc_info=True)
 
     transaction.on_commit(send)
+
+
+def publish_access_changed(sessions: Iterable[tuple[int, str]]) -> None:
+    """After commit: who may see these ``(pk, session id)`` sessions changed; open pages check again."""
+    for session_pk, session_id in sessions:
+        publish_session_changed(session_pk, session_id, ACCESS_CHANGED)

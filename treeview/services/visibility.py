@@ -6,7 +6,8 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
-from treeview.models import AgentSession, Team
+from treeview.models import AgentSession, Membership, Team
+from treeview.services.events import publish_access_changed
 
 
 def set_visibility(session: AgentSession, visibility: str, teams: Iterable[Team]) -> None:
@@ -18,6 +19,7 @@ def set_visibility(session: AgentSession, visibility: str, teams: Iterable[Team]
         AgentSession.objects.filter(pk=session.pk).update(visibility=visibility)
         session.visibility = visibility
         session.teams.set(chosen)
+        publish_access_changed([(session.pk, session.session_id)])
 
 
 def inherit_access(new: AgentSession, parent: AgentSession, owner: object) -> None:
@@ -28,3 +30,9 @@ def inherit_access(new: AgentSession, parent: AgentSession, owner: object) -> No
         new.owner_id = owner_pk
         new.visibility = parent.visibility
         new.teams.set(parent.teams.all())
+
+
+def membership_changed(sender: object, instance: Membership, **kwargs: object) -> None:
+    """Signal receiver: someone joined or left a team, or changed role; the team's sessions check again."""
+    sessions = AgentSession.objects.filter(teams=instance.team_id).values_list("pk", "session_id")
+    publish_access_changed(list(sessions))

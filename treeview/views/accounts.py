@@ -26,8 +26,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from treeview.access import can_manage
-from treeview.models import AgentSession, Invite, Team
+from treeview.access import can_manage, invite_teams, may_invite
+from treeview.models import AgentSession, Invite, Membership, Team
 from treeview.services.visibility import set_visibility
 from treeview.views.common import htmx_target, session_or_404
 
@@ -40,14 +40,19 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create_invite(created_by: Any, note: str = "") -> tuple[Invite, str]:
-    """A new invite and its token (shown once: only the token's hash is stored)."""
+def create_invite(
+    created_by: Any, note: str = "", team: Team | None = None, role: str = Membership.Role.MEMBER
+) -> tuple[Invite, str]:
+    """A new invite and its token (shown once: only the token's hash is stored). With ``team``, the new
+    account joins it with ``role``."""
     token = secrets.token_urlsafe(32)  # 256 bits
     invite = Invite.objects.create(
         token_hash=token_hash(token),
         note=note,
         created_by=created_by if created_by.pk else None,
         expires_at=timezone.now() + timedelta(days=settings.ARBOR_INVITE_DAYS),
+        team=team,
+        role=role,
     )
     return invite, token
 
@@ -68,20 +73,42 @@ def _usable_invite(token: str, *, lock: bool = False) -> Invite | None:
 
 class InviteForm(forms.Form):
     note = forms.CharField(max_length=200, required=False, help_text="Who it is for (only staff see it).")
+    team = forms.ModelChoiceField(
+        queryset=Team.objects.none(), required=False, help_text="The new account joins this team."
+    )
+    role = forms.ChoiceField(
+        choices=Membership.Role.choices,
+        initial=Membership.Role.MEMBER,
+        required=False,
+        help_text="In that team.",
+    )
+
+    def clean_role(self) -> str:
+        return self.cleaned_data.get("role") or Membership.Role.MEMBER
+
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = invite_teams(user)
+        self.staff = bool(user.is_staff or user.is_superuser)
+        if not self.staff:
+            # A team admin's invite always brings the person into one of their teams.
+            self.fields["team"].required = True
+            self.fields["team"].empty_label = None
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
 def invite_create(request: HttpRequest) -> TemplateResponse:
-    """Staff only: create an invite link, shown once."""
-    if not (request.user.is_active and request.user.is_staff):
-        raise PermissionDenied("only staff create invites")
+    """Staff and team admins: create an invite link, shown once."""
+    if not may_invite(request.user):
+        raise PermissionDenied("only staff and team admins create invites")
     link = None
     invite = None
-    form = InviteForm(request.POST if request.method == "POST" else None)
+    form = InviteForm(request.POST if request.method == "POST" else None, user=request.user)
     if request.method == "POST" and form.is_valid():
-        invite, token = create_invite(request.user, form.cleaned_data["note"])
+        data = form.cleaned_data
+        invite, token = create_invite(request.user, data["note"], data["team"], data["role"])
         link = request.build_absolute_uri(reverse("invite_accept", kwargs={"token": token}))
-        form = InviteForm()
+        form = InviteForm(user=request.user)
     response = TemplateResponse(
         request, "registration/invite_create.html", {"form": form, "link": link, "invite": invite}
     )
@@ -114,6 +141,8 @@ def invite_accept(request: HttpRequest, token: str) -> HttpResponse:
         if invite is None:
             return _invite_response(request, {"invalid": True}, status=404)
         user = form.save()
+        if invite.team_id is not None:
+            Membership.objects.create(team_id=invite.team_id, user=user, role=invite.role)
         invite.used_at = timezone.now()
         invite.used_by = user
         invite.save(update_fields=["used_at", "used_by"])
