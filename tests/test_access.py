@@ -277,6 +277,39 @@ def test_uploads_belong_to_the_uploader_and_start_private(
     assert Client().post("/upload/", {"files": SimpleUploadedFile("x.jsonl", text)}).status_code == 302
 
 
+def test_the_same_bytes_uploaded_by_two_people_are_two_private_copies(
+    world: World, settings: Any, tmp_path: Path
+) -> None:
+    settings.ARBOR_UPLOAD_DIR = tmp_path / "uploads"
+    text = (DATA / "handmade" / UPLOADED).read_bytes()
+    first = world.client("outsider").post("/upload/", {"files": SimpleUploadedFile("a.jsonl", text)})
+    assert first.status_code == 200
+    mine = AgentSession.objects.get(owner=world.users["outsider"])
+    second = world.client("member").post("/upload/", {"files": SimpleUploadedFile("a.jsonl", text)})
+    theirs = AgentSession.objects.get(owner=world.users["member"])
+    assert theirs.pk != mine.pk and theirs.visibility == "private"
+    # The member's upload answer links to their own copy, never to the outsider's private one.
+    body = second.content.decode()
+    assert f"copy={mine.pk}" not in body and f"u{world.users['outsider'].pk}-" not in body
+    assert world.client("member").get(f"/s/{theirs.session_id}/").context["session"].pk == theirs.pk
+    assert world.client("outsider").get(f"/s/{mine.session_id}/").context["session"].pk == mine.pk
+    # The same person uploading again gets the same session back.
+    world.client("member").post("/upload/", {"files": SimpleUploadedFile("a.jsonl", text)})
+    assert AgentSession.objects.filter(owner=world.users["member"]).count() == 1
+
+
+def test_a_copy_one_may_not_see_does_not_show_in_links(world: World, settings: Any, tmp_path: Path) -> None:
+    settings.ARBOR_UPLOAD_DIR = tmp_path / "uploads"
+    text = (DATA / "handmade" / FIXTURE).read_bytes()
+    # The outsider uploads a private copy of the team's session (same session id).
+    world.client("outsider").post("/upload/", {"files": SimpleUploadedFile("copy.jsonl", text)})
+    copy = AgentSession.objects.get(owner=world.users["outsider"])
+    assert copy.session_id == SID
+    listing = world.client("member").get("/").content.decode()
+    assert f"/s/{SID}/" in listing and "copy=" not in listing
+    assert "copy=" not in world.client("member").get("/search/?q=argparse").content.decode()
+
+
 def test_sessions_without_owner_are_visible_to_everyone_signed_in(world: World) -> None:
     AgentSession.objects.filter(pk=world.session.pk).update(owner=None, visibility="signed_in")
     session = AgentSession.objects.get(pk=world.session.pk)

@@ -108,8 +108,9 @@ def sync_paths(paths: Iterable[str | os.PathLike[str]], progress: Progress | Non
 def import_upload(name: str, chunks: Iterable[bytes], owner: Any = None) -> SyncResult:
     """Store an uploaded file under ``ARBOR_UPLOAD_DIR`` and import it exactly like a file on disk.
 
-    A new session belongs to ``owner`` (a signed-in user) and starts private; the same bytes uploaded again
-    keep their first owner.
+    A new session belongs to ``owner`` (a signed-in user) and starts private. The same bytes uploaded again by
+    the same owner are the same session; uploaded by someone else, they are that person's own copy (never a
+    link to another user's private session).
     """
     upload_dir = Path(settings.ARBOR_UPLOAD_DIR)
     upload_dir.mkdir(parents=True, exist_ok=True)
@@ -121,7 +122,8 @@ def import_upload(name: str, chunks: Iterable[bytes], owner: Any = None) -> Sync
                 digest.update(chunk)
                 handle.write(chunk)
         stem = Path(name).name.removesuffix(".jsonl")[:80] or "session"
-        target = upload_dir / f"{stem}-{digest.hexdigest()[:12]}.jsonl"
+        owner_key = f"u{owner.pk}-" if owner is not None and owner.pk is not None else ""
+        target = upload_dir / f"{stem}-{owner_key}{digest.hexdigest()[:12]}.jsonl"
         if target.exists():
             # The same bytes were uploaded before: keep that copy (and its mtime), so it syncs as unchanged.
             temporary.unlink()
@@ -464,7 +466,10 @@ class _Importer:
         elif copies.exists():
             other = copies.first()
             assert other is not None
+            uploads = str(Path(settings.ARBOR_UPLOAD_DIR).resolve())
             where = other.source_path or "an upload"
+            if where.startswith(uploads + os.sep):
+                where = "another upload"  # an upload's file name is its uploader's business
             self.warnings.append(ParseWarning(0, f"the same session id is also imported from {where}"))
         if session is not None and session.session_id != session_id:
             # The file now holds another session altogether: start over.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import Count
 from django.http import Http404, HttpRequest
@@ -51,10 +52,11 @@ def session_links(session: AgentSession, *, pick_copy: bool) -> SessionLinks:
     )
 
 
-def shared_ids(session_ids: Iterable[str]) -> set[str]:
-    """Which of these session ids are imported more than once (two files of one session)."""
+def shared_ids(session_ids: Iterable[str], user: Any) -> set[str]:
+    """Which of these session ids ``user`` sees imported more than once (two files of one session): a copy the
+    user may not see neither counts nor shows."""
     shared = (
-        AgentSession.objects.filter(session_id__in=set(session_ids))
+        visible_sessions(user, AgentSession.objects.filter(session_id__in=set(session_ids)))
         .values("session_id")
         .annotate(copies=Count("id"))
         .filter(copies__gt=1)

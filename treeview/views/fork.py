@@ -150,7 +150,7 @@ def continue_text(parent: AgentSession | None, entry_id: str | None) -> str:
 def fork_links(session: AgentSession, user: Any) -> list[ForkLink]:
     """The sessions branched or forked from ``session`` that ``user`` may see, oldest first."""
     forks = list(visible_sessions(user, session.forks()).only("pk", "session_id", "title"))
-    shared = shared_ids(fork.session_id for fork in forks)
+    shared = shared_ids((fork.session_id for fork in forks), user)
     links = []
     for fork in forks:
         query = _copy_query(fork.pk) if fork.session_id in shared else ""

@@ -112,7 +112,9 @@ def search(request: HttpRequest) -> TemplateResponse:
     page = Paginator(hits_found, HITS_PER_PAGE).get_page(form.cleaned_data.get("page") or 1)
     hits: list[Hit] = list(page.object_list)
     sessions = list(matching_sessions(query, scope)[: SESSIONS_SHOWN + 1]) if page.number == 1 else []
-    shared = shared_ids([hit.session.session_id for hit in hits] + [s.session_id for s in sessions])
+    shared = shared_ids(
+        [hit.session.session_id for hit in hits] + [s.session_id for s in sessions], request.user
+    )
     context = {
         "form": form,
         "query": query,
@@ -147,7 +149,9 @@ def search_open(request: HttpRequest) -> HttpResponseRedirect:
     target = branch_target(tree.flat, form.cleaned_data["entry"])
     if target is None:
         raise Http404("no entry with this id in the session")
-    links = session_links(session, pick_copy=session.session_id in shared_ids([session.session_id]))
+    links = session_links(
+        session, pick_copy=session.session_id in shared_ids([session.session_id], request.user)
+    )
     if links.detail is None:
         raise Http404("this session's id cannot be put in a URL")
     params = {"leafId": target.leaf_id, "targetId": target.target_id}

@@ -114,7 +114,7 @@ def _listed_sessions(user: Any) -> Any:
 
 
 def _rows(sessions: list[AgentSession], user: Any) -> list[SessionRow]:
-    shared = shared_ids(session.session_id for session in sessions)
+    shared = shared_ids((session.session_id for session in sessions), user)
     rows = []
     for session in sessions:
         # Only a few sessions are forks, so resolving their parents one by one stays cheap.
@@ -127,7 +127,9 @@ def _rows(sessions: list[AgentSession], user: Any) -> list[SessionRow]:
                 links=session_links(session, pick_copy=session.session_id in shared),
                 parent=parent,
                 parent_links=(
-                    session_links(parent, pick_copy=parent.session_id in shared_ids([parent.session_id]))
+                    session_links(
+                        parent, pick_copy=parent.session_id in shared_ids([parent.session_id], user)
+                    )
                     if parent is not None
                     else None
                 ),
@@ -183,7 +185,7 @@ def session_list(request: HttpRequest) -> TemplateResponse:
 # -- upload ------------------------------------------------------------------------------------------------
 
 
-def _outcome(name: str, result: SyncResult) -> UploadOutcome:
+def _outcome(name: str, result: SyncResult, user: Any) -> UploadOutcome:
     if result.status == "failed" or result.session is None:
         return UploadOutcome(name, "failed", result.error or "the file could not be imported")
     session = result.session
@@ -194,7 +196,8 @@ def _outcome(name: str, result: SyncResult) -> UploadOutcome:
     else:
         # The same bytes again (import_upload stores identical content under the same name).
         status = "unchanged"
-    row = SessionRow(session, session_links(session, pick_copy=bool(shared_ids([session.session_id]))))
+    pick_copy = bool(shared_ids([session.session_id], user))
+    row = SessionRow(session, session_links(session, pick_copy=pick_copy))
     return UploadOutcome(
         name, status, row=row, entries_added=result.entries_added, warnings=len(result.warnings)
     )
@@ -221,7 +224,7 @@ def _import_uploads(
             except OSError as error:
                 outcomes.append(UploadOutcome(part.name, "failed", f"could not store the upload: {error}"))
             else:
-                outcomes.append(_outcome(part.name, result))
+                outcomes.append(_outcome(part.name, result, owner))
     return outcomes
 
 
