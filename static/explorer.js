@@ -2,7 +2,8 @@
 // search and edit labels inline. htmx replaces #tree on every answer, so everything is looked up again at
 // each key press and the listeners sit on the document.
 
-const FILTER_KEYS = { d: "default", t: "no-tools", u: "user-only", l: "labeled-only", a: "all" };
+// Alt+C: Arbor's "commented" filter (entries with comments), after the agent's five.
+const FILTER_KEYS = { d: "default", t: "no-tools", u: "user-only", l: "labeled-only", a: "all", c: "commented" };
 const LABEL_EDITOR = "label-editor";
 
 const tree = () => document.getElementById("tree");
@@ -277,7 +278,7 @@ function onKeyDown(event) {
     // event.code too: on macOS Option+letter types a different character.
     setFilter(FILTER_KEYS[lower]);
     handled = true;
-  } else if (event.altKey && !event.ctrlKey && !event.metaKey && /^Key[DTULA]$/.test(event.code)) {
+  } else if (event.altKey && !event.ctrlKey && !event.metaKey && /^Key[DTULAC]$/.test(event.code)) {
     setFilter(FILTER_KEYS[event.code.slice(3).toLowerCase()]);
     handled = true;
   } else if (event.ctrlKey && !event.altKey && !event.metaKey && lower === "o") {

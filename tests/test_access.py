@@ -20,8 +20,10 @@ from django.test import Client
 from tests.reference import DATA, import_fixture
 from tests.test_entry_block import _session_with_long_output
 from treeview import access
-from treeview.models import AgentSession, Membership, Team
+from treeview.models import AgentSession, Comment, Membership, ReviewStatus, ShareLink, SiteSettings, Team
 from treeview.routing import websocket_urlpatterns
+from treeview.services import comments as comment_service
+from treeview.services import share as share_service
 from treeview.services.sync import sync_file
 from treeview.services.visibility import inherit_access, set_visibility
 
@@ -100,15 +102,40 @@ def _get_urls(world: World) -> dict[str, str]:
         "download_branch": f"/s/{SID}/branch/{world.session.leaf_id}.jsonl",
         "branch_picker": f"/s/{SID}/branch-picker/",
         "search_open": f"/search/open/?session={world.session.pk}&entry=b2000002",
+        "entry_comments": f"/s/{SID}/entry/b2000002/comments/",
+        "share_create": f"/s/{SID}/share/?leafId={world.session.leaf_id}",
     }
 
 
+#: Only a comment's author (the member, in :func:`_comment`) edits or deletes it; other viewers get 403.
+AUTHOR_ONLY = {"comment_edit", "comment_delete"}
+
+
+def _comment(world: World) -> int:
+    """A comment of the member's on the session (made once per world)."""
+    existing = Comment.objects.filter(session=world.session, author=world.users["member"]).first()
+    if existing is not None:
+        return existing.pk
+    return comment_service.add(world.session, world.users["member"], "b2000002", "A first remark.").pk
+
+
 def _post_requests(world: World) -> dict[str, tuple[str, dict[str, str]]]:
+    comment = f"/s/{SID}/entry/b2000002/comments/{_comment(world)}"
     return {
         "set_label": (f"/s/{SID}/label/", {"target_id": "b2000001", "label": "reviewed"}),
         "persist_position": (f"/s/{SID}/persist-position/", {}),
         "fork_session": (f"/s/{SID}/fork/", {"entry_id": "b2000003"}),
         "set_visibility": (f"/s/{SID}/visibility/", {"visibility": "signed_in"}),
+        "entry_comments": (f"/s/{SID}/entry/b2000002/comments/", {"body": "Looks right to me."}),
+        "comment_resolve": (f"{comment}/resolve/", {}),
+        "comment_reopen": (f"{comment}/reopen/", {}),
+        "comment_edit": (f"{comment}/edit/", {"body": "A first remark, edited."}),
+        "set_review_status": (f"/s/{SID}/review/", {"leaf_id": world.session.leaf_id, "status": "approved"}),
+        "share_create": (
+            f"/s/{SID}/share/?leafId={world.session.leaf_id}",
+            {"leafId": world.session.leaf_id, "expires": "7d", "follows": "frozen"},
+        ),
+        "comment_delete": (f"{comment}/delete/", {}),  # last: the comment is gone afterwards
     }
 
 
@@ -175,6 +202,8 @@ def test_every_session_post_url_answers_by_role(world: World, role: str) -> None
             assert response.status_code == 404, (name, response.status_code)
         elif name == "set_visibility" and role == "member":
             assert response.status_code == 403
+        elif name in AUTHOR_ONLY and role != "member":
+            assert response.status_code == 403, (name, role, response.status_code)
         else:
             assert response.status_code in (200, 302, 303), (name, response.status_code)
         if role in ("anonymous", "outsider"):
@@ -190,6 +219,10 @@ def test_refused_writes_write_nothing(world: World) -> None:
     assert world.session.entries.count() == entries
     assert AgentSession.objects.count() == 2  # no fork
     assert AgentSession.objects.get(pk=world.session.pk).visibility == "teams"
+    # One comment (the member's, unchanged and open), no review status, no share link.
+    comment = Comment.objects.get()
+    assert comment.body == "A first remark." and comment.resolved_at is None
+    assert not ReviewStatus.objects.exists() and not ShareLink.objects.exists()
 
 
 def test_the_owner_and_a_team_admin_change_visibility(world: World) -> None:
@@ -327,19 +360,104 @@ def test_an_inactive_user_sees_nothing(world: World) -> None:
     assert not access.visible_sessions(owner).exists()
 
 
+# -- a share-token holder and the site-wide pages ----------------------------------------------------------
+
+
+def test_a_share_token_holder_sees_the_shared_branch_and_nothing_else(world: World) -> None:
+    leaf = world.session.leaf_id
+    _, token = share_service.create_link(world.users["member"], world.session, leaf_id=leaf)
+    holder = Client()
+    for url in (f"/share/{token}/", f"/share/{token}/branch.jsonl", f"/share/{token}/branch.md"):
+        body = _body(holder.get(url))
+        assert "Rewrote it with click groups." in body and SECRETS[0] in body, url
+        # b2000003..b2000006 are the other branch (argparse subcommands): none of it is shared (its summary,
+        # on the shared branch, is).
+        assert not any(f"b200000{n}" in body for n in range(3, 7)), url
+        assert "Added `init` and `run` subcommands." not in body, url
+    for name, url in _get_urls(world).items():
+        response = holder.get(url)
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"], name
+        _assert_no_secrets(response)
+    for name, (url, data) in _post_requests(world).items():
+        response = holder.post(url, data)
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"], name
+    for url in ("/", "/search/?q=argparse", "/review/", "/shared/", "/teams/", "/admin/"):
+        response = holder.get(url)
+        assert response.status_code == 302 and "/login/" in response["Location"], url
+    # Another session's branch cannot be reached with this token.
+    assert holder.get(f"/share/{token}x/").status_code == 404
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_site_wide_pages_show_no_foreign_sessions(world: World, role: str) -> None:
+    _, token = share_service.create_link(world.users["member"], world.session, leaf_id=world.session.leaf_id)
+    link = ShareLink.objects.get()
+    client = world.client(role)
+    for url in ("/review/", "/shared/", "/teams/"):
+        response = client.get(url)
+        if role == "anonymous":
+            assert response.status_code == 302 and "/accounts/login/" in response["Location"], url
+        else:
+            assert response.status_code == 200, (url, response.status_code)
+        if role in ("anonymous", "outsider"):
+            _assert_no_secrets(response)
+    shared = _body(client.get("/shared/"))
+    # The Shared links page: one's own links; a superuser sees everyone's.
+    assert (f"/shared/{link.pk}/revoke/" in shared) is (role in ("member", "superuser"))
+    revoke = client.post(f"/shared/{link.pk}/revoke/")
+    if role == "anonymous":
+        assert revoke.status_code == 302 and "/accounts/login/" in revoke["Location"]
+    elif role in ("outsider",):
+        assert revoke.status_code == 404
+    elif role in ("member", "team_admin", "owner", "superuser"):
+        # The sharer, the session's managers (its owner, an admin of its team) and superusers revoke.
+        assert revoke.status_code in (200, 302, 303), (role, revoke.status_code)
+    revoked = ShareLink.objects.get().revoked_at is not None
+    assert revoked is (role not in ("anonymous", "outsider"))
+    assert (Client().get(f"/share/{token}/").status_code == 200) is not revoked
+    switch = client.post("/shared/sharing/", {"public_sharing": ""})
+    if role == "superuser":
+        assert switch.status_code in (200, 302, 303)
+    elif role == "anonymous":
+        assert switch.status_code == 302 and "/accounts/login/" in switch["Location"]
+    else:
+        assert switch.status_code in (403, 404), (role, switch.status_code)
+    assert SiteSettings.current().public_sharing is (role != "superuser")
+
+
+def test_every_url_of_the_app_is_in_the_matrix(world: World) -> None:
+    """A new URL must join the matrix above (or the list of pages tested by role elsewhere here)."""
+    from treeview.urls import urlpatterns
+
+    session_urls = set(_get_urls(world)) | set(_post_requests(world))
+    site_pages = {"session_list", "upload", "search", "review", "team_list", "add_team_secret"}
+    site_pages |= {"remove_team_secret", "shared_links", "revoke_link", "sharing_switch"}
+    share_token = {"share_view", "share_jsonl", "share_markdown"}
+    missing = {p.name for p in urlpatterns} - session_urls - site_pages - share_token
+    assert not missing
+
+
 # -- CSRF ----------------------------------------------------------------------------------------------------
 
 
 def test_every_post_needs_the_csrf_token(world: World) -> None:
-    client = world.client("owner", enforce_csrf_checks=True)
+    # A superuser may do all of them: a 403 can only be the missing token.
+    client = world.client("superuser", enforce_csrf_checks=True)
     posts = dict(_post_requests(world))
     posts["upload"] = ("/upload/", {"files": SimpleUploadedFile("a.jsonl", b"{}\n")})
     posts["logout"] = ("/accounts/logout/", {})
     posts["password_change"] = ("/accounts/password/", {})
+    posts["invite_create"] = ("/accounts/invites/", {"note": "x"})
+    posts["add_team_secret"] = (f"/teams/{world.team.pk}/secrets/", {"value": "secret-string"})
+    link, _ = share_service.create_link(world.users["owner"], world.session, leaf_id=world.session.leaf_id)
+    posts["revoke_link"] = (f"/shared/{link.pk}/revoke/", {})
+    posts["sharing_switch"] = ("/shared/sharing/", {"public_sharing": ""})
     for name, (url, data) in posts.items():
         assert client.post(url, data).status_code == 403, name
     assert AgentSession.objects.get(pk=world.session.pk).visibility == "teams"
     assert world.session.entries.count() == AgentSession.objects.get(pk=world.session.pk).entry_count
+    assert ShareLink.objects.get().revoked_at is None and SiteSettings.current().public_sharing
+    assert Comment.objects.get().body == "A first remark." and not ReviewStatus.objects.exists()
 
 
 # -- single-user mode ----------------------------------------------------------------------------------------

@@ -43,7 +43,8 @@ from treeview.render.markdown import MARKDOWN_MAX_CHARS
 from treeview.session.session_manager import SessionManager
 
 DATA = Path(__file__).parent / "data"
-FIXTURES = sorted(DATA.glob("*/*.jsonl"))
+# The session files (tests/data/redaction/ holds entry corpora for the redaction tests, not sessions).
+FIXTURES = sorted(DATA.glob("handmade/*.jsonl")) + sorted(DATA.glob("real/*.jsonl"))
 
 PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 SVG = base64.b64encode(

@@ -120,6 +120,24 @@ def may_invite(user: Any) -> bool:
     return bool(user.is_staff or user.is_superuser or invite_teams(user).exists())
 
 
+def visible_teams(user: Any) -> QuerySet[Team]:
+    """The teams ``user`` sees on the Teams page: their own (everything for who sees everything)."""
+    if sees_everything(user):
+        return Team.objects.order_by("name")
+    if not _signed_in(user):
+        return Team.objects.none()
+    return Team.objects.filter(memberships__user=user).order_by("name")
+
+
+def administers(user: Any, team: Team) -> bool:
+    """May ``user`` change ``team``'s settings (its secret strings): a team admin, a superuser."""
+    if sees_everything(user):
+        return True
+    if not _signed_in(user):
+        return False
+    return Membership.objects.filter(user=user, team=team, role=Membership.Role.ADMIN).exists()
+
+
 # -- requests ----------------------------------------------------------------------------------------------
 
 

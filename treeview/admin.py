@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from treeview.models import AgentSession, Invite, Membership, Team
+from treeview.models import AgentSession, Invite, Membership, ShareLink, SiteSettings, Team, TeamSecret
 
 
 class MembershipInline(admin.TabularInline):
@@ -46,4 +46,71 @@ class AgentSessionAdmin(admin.ModelAdmin):
     filter_horizontal = ["teams"]
 
     def has_add_permission(self, request: object) -> bool:
+        return False
+
+
+# -- sharing (treeview/views/share.py makes and revokes links; the admin lists them) ------------------------
+
+
+@admin.register(ShareLink)
+class ShareLinkAdmin(admin.ModelAdmin):
+    """Links are made from a session page (the token is shown once); here they are listed and revoked."""
+
+    list_display = ["lookup", "session", "created_by", "created_at", "expires_at", "view_count", "revoked_at"]
+    list_filter = ["follows"]
+    search_fields = ["lookup", "note", "session__session_id", "created_by__username"]
+    readonly_fields = [
+        "lookup",
+        "token_hash",
+        "session",
+        "created_by",
+        "created_at",
+        "leaf_id",
+        "target_id",
+        "filter_mode",
+        "query",
+        "follows",
+        "frozen_seq",
+        "view_count",
+        "last_viewed_at",
+        "unmasked",
+        "redactions",
+        "revoked_by",
+    ]
+    fields = ["note", "expires_at", "max_views", "revoked_at", *readonly_fields]
+
+    def has_add_permission(self, request: object) -> bool:
+        return False
+
+
+@admin.register(TeamSecret)
+class TeamSecretAdmin(admin.ModelAdmin):
+    """Strings a team wants masked in what its members share; the list never shows them in clear."""
+
+    list_display = ["label_or_pk", "team", "masked_value", "created_by", "created_at"]
+    list_filter = ["team"]
+    readonly_fields = ["created_by", "created_at"]
+
+    @admin.display(description="label")
+    def label_or_pk(self, obj: TeamSecret) -> str:
+        return obj.label or f"secret {obj.pk}"
+
+    @admin.display(description="value")
+    def masked_value(self, obj: TeamSecret) -> str:
+        return f"{'•' * 8} ({len(obj.value or '')} characters)"
+
+    def save_model(self, request: object, obj: TeamSecret, form: object, change: bool) -> None:
+        if not change and obj.created_by_id is None:
+            obj.created_by = getattr(request, "user", None)
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(SiteSettings)
+class SiteSettingsAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "public_sharing"]
+
+    def has_add_permission(self, request: object) -> bool:
+        return not SiteSettings.objects.exists()
+
+    def has_delete_permission(self, request: object, obj: object = None) -> bool:
         return False

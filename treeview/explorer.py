@@ -22,7 +22,7 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, Literal, TypeVar, cast
 
 import orjson
 
@@ -31,6 +31,7 @@ from treeview.render import EntryView, build_tool_call_map, render_entry
 from treeview.render.text import as_text
 from treeview.session import js
 from treeview.session.selector import (
+    FILTER_MODES,
     FilterMode,
     FlatNode,
     FlatTree,
@@ -56,6 +57,12 @@ VISIBLE_CACHE_SIZE = 8
 MEMO_CACHE_SIZE = 8
 # Rendered conversation entries kept per process (a few pages: the neighbours of a selection share most).
 VIEW_CACHE_SIZE = 600
+
+# The page's filter modes: the agent's five, then Arbor's "commented" (entries with comments; the session core
+# knows nothing of comments, so the mode lives here and in the page's form).
+ViewMode = FilterMode | Literal["commented"]
+COMMENTED: Literal["commented"] = "commented"
+VIEW_MODES: tuple[ViewMode, ...] = (*FILTER_MODES, COMMENTED)
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -192,7 +199,7 @@ class ExplorerTree:
         self._active_path = active_path
         self._active_index = active_index
         self._position: dict[Any, int] | None = None
-        self._visible: LruCache[tuple[str, str], Visible] = LruCache(VISIBLE_CACHE_SIZE)
+        self._visible: LruCache[Hashable, Visible] = LruCache(VISIBLE_CACHE_SIZE)
         self._memo: LruCache[Hashable, Any] = LruCache(MEMO_CACHE_SIZE)
 
     def memo(self, key: Hashable, make: Callable[[], V]) -> V:
@@ -224,12 +231,14 @@ class ExplorerTree:
                 return index
         return self.position.get(entry_id)
 
-    def visible(self, mode: FilterMode, query: str) -> Visible:
-        """The nodes shown under a filter mode and search, in tree order (``selector.filter_nodes``)."""
-        key = (mode, query)
+    def visible(self, mode: ViewMode, query: str, commented: frozenset[str] | None = None) -> Visible:
+        """The nodes shown under a filter mode and search, in tree order (``selector.filter_nodes``);
+        ``commented``: the ids of the commented entries, for the "commented" mode (comments are no entries, so
+        they are part of the key)."""
+        key = (mode, query, commented if mode == COMMENTED else None)
         found = self._visible.get(key)
         if found is None:
-            found = _filter(self, mode, query)
+            found = _filter(self, mode, query, commented)
             self._visible.put(key, found)
         return found
 
@@ -346,13 +355,23 @@ _MODE_FLAGS: dict[str, tuple[int, int]] = {
     "user-only": (HIDDEN_ASSISTANT, USER),
     "labeled-only": (HIDDEN_ASSISTANT, 0),
     "all": (HIDDEN_ASSISTANT, 0),
+    COMMENTED: (HIDDEN_ASSISTANT, 0),
 }
 
 
-def _keep(nodes: Sequence[FlatNode], start: int, hide: int, need: int, labeled: bool) -> list[int]:
+def _keep(
+    nodes: Sequence[FlatNode],
+    start: int,
+    hide: int,
+    need: int,
+    labeled: bool,
+    commented: frozenset[str] | None = None,
+) -> list[int]:
     """Indexes (from ``start``) of the nodes a mode shows; they are DbNodes (flags, facts): the explorer only
-    flattens database forests."""
+    flattens database forests. ``commented``: only these ids (the "commented" mode, as labeled-only)."""
     flat: Sequence[Any] = nodes
+    if commented is not None:
+        return [i for i, n in enumerate(flat, start) if not n.node.flags & hide and n.id in commented]
     if labeled:
         return [i for i, n in enumerate(flat, start) if not n.node.flags & hide and n.node.label is not None]
     if need:
@@ -360,20 +379,24 @@ def _keep(nodes: Sequence[FlatNode], start: int, hide: int, need: int, labeled: 
     return [i for i, n in enumerate(flat, start) if not n.node.flags & hide]
 
 
-def _filter(tree: ExplorerTree, mode: FilterMode, query: str) -> Visible:
-    """``selector.filter_nodes`` over database nodes, from the flags computed at load (tests compare them)."""
+def _filter(
+    tree: ExplorerTree, mode: ViewMode, query: str, commented: frozenset[str] | None = None
+) -> Visible:
+    """``selector.filter_nodes`` over database nodes, from the flags computed at load (tests compare them);
+    the "commented" mode keeps the entries of ``commented`` as labeled-only keeps the labeled ones."""
     if mode not in _MODE_FLAGS:
-        filter_tag(mode)  # raises the core's ValueError
+        filter_tag(cast(FilterMode, mode))  # raises the core's ValueError
     hide, need = _MODE_FLAGS[mode]
     labeled = mode == "labeled-only"
+    only = (commented or frozenset()) if mode == COMMENTED else None
     nodes: list[Any] = tree.flat.nodes
     leaf = tree.leaf_index
     if leaf is None:
-        positions = _keep(nodes, 0, hide, need, labeled)
+        positions = _keep(nodes, 0, hide, need, labeled, only)
     else:
-        positions = _keep(nodes[:leaf], 0, hide, need, labeled)
-        positions += _keep(nodes[leaf : leaf + 1], leaf, hide & ~HIDDEN_ASSISTANT, need, labeled)
-        positions += _keep(nodes[leaf + 1 :], leaf + 1, hide, need, labeled)
+        positions = _keep(nodes[:leaf], 0, hide, need, labeled, only)
+        positions += _keep(nodes[leaf : leaf + 1], leaf, hide & ~HIDDEN_ASSISTANT, need, labeled, only)
+        positions += _keep(nodes[leaf + 1 :], leaf + 1, hide, need, labeled, only)
     for token in (t for t in _WHITESPACE_RUN.split(query.lower()) if t):
         # selector._haystack is "<label> <search text>"; a token holds no whitespace: it is in one of them.
         positions = [
@@ -545,7 +568,7 @@ class TreeWindow:
     total: int  # all flattened nodes
     selected_id: str | None
     selected_index: int | None
-    mode: FilterMode
+    mode: ViewMode
     tag: str
 
     @property
@@ -561,13 +584,24 @@ class TreeWindow:
         return max(0, self.start - TREE_WINDOW)
 
 
+def view_tag(mode: ViewMode) -> str:
+    """The tag after the row count: the core's (``" [labeled]"`` ...), or ``" [commented]"``."""
+    return " [commented]" if mode == COMMENTED else filter_tag(cast(FilterMode, mode))
+
+
 def tree_window(
-    tree: ExplorerTree, mode: FilterMode, query: str, target_id: str | None, start: int | None
+    tree: ExplorerTree,
+    mode: ViewMode,
+    query: str,
+    target_id: str | None,
+    start: int | None,
+    commented: frozenset[str] | None = None,
 ) -> TreeWindow:
     """The visible rows around the selection (§17.1: the target, else its nearest visible ancestor, else the
-    last row), or from ``start`` when the reader scrolls to earlier or later rows."""
+    last row), or from ``start`` when the reader scrolls to earlier or later rows. ``commented``: the ids of
+    the commented entries (the "commented" mode)."""
     flat = tree.flat
-    visible = tree.visible(mode, query)
+    visible = tree.visible(mode, query, commented)
     nodes = visible.nodes
     index = visible.select(tree, target_id)
     if start is None:
@@ -577,7 +611,7 @@ def tree_window(
         end = min(begin + TREE_WINDOW, len(nodes))
     rows = [make_row(node, flat) for node in nodes[begin:end]]
     selected = None if index is None else cast("str | None", nodes[index].id)
-    return TreeWindow(rows, begin, end, len(nodes), len(flat.nodes), selected, index, mode, filter_tag(mode))
+    return TreeWindow(rows, begin, end, len(nodes), len(flat.nodes), selected, index, mode, view_tag(mode))
 
 
 # -- the conversation pane ---------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ from django import forms
 from django.core.files.uploadhandler import FileUploadHandler, SkipFile
 from django.http import HttpRequest
 
-from treeview.session.selector import FILTER_MODES
+from treeview.explorer import VIEW_MODES
+from treeview.models import ReviewStatus
+from treeview.services.comments import BODY_MAX_CHARS, QUOTE_MAX_CHARS
 
 UPLOAD_FIELD = "files"
 
@@ -19,12 +21,19 @@ class ListPageForm(forms.Form):
     """Which page of the session list to show (GET for the list, POST for actions that re-render it)."""
 
     page = forms.IntegerField(min_value=1, required=False)
+    # Sessions with a branch in this review status (treeview/services/review.py: review_filter).
+    review = forms.ChoiceField(choices=[("", "any"), *ReviewStatus.Status.choices], required=False)
 
     def page_number(self) -> int:
         """The page asked for; 1 when none or a malformed one was given (the paginator clamps the rest)."""
         if self.is_valid() and self.cleaned_data["page"]:
             return int(self.cleaned_data["page"])
         return 1
+
+    def review_status(self) -> str:
+        """The review status the list is narrowed to; "" for every session (or a malformed value)."""
+        self.is_valid()
+        return str(self.cleaned_data.get("review") or "")
 
 
 class CopyForm(forms.Form):
@@ -108,7 +117,8 @@ class SessionUploadHandler(FileUploadHandler):
         return None
 
 
-FILTER_CHOICES = [(mode, mode) for mode in FILTER_MODES]
+# The agent's five filter modes and Arbor's "commented".
+FILTER_CHOICES = [(mode, mode) for mode in VIEW_MODES]
 
 
 class SessionViewForm(forms.Form):
@@ -130,6 +140,34 @@ class LabelForm(forms.Form):
 
     target_id = forms.CharField(max_length=64)
     label = forms.CharField(required=False, max_length=500)
+    filter = forms.ChoiceField(choices=FILTER_CHOICES, required=False)
+    q = forms.CharField(required=False, max_length=500, strip=False)
+    leafId = forms.CharField(required=False, max_length=64)  # noqa: N815
+
+
+# -- comments ----------------------------------------------------------------------------------------------
+
+
+class CommentForm(forms.Form):
+    """A new comment on an entry (``quote``: on that text range of it; empty: the whole entry), or a reply to
+    the comment ``reply_to`` (which joins its thread)."""
+
+    body = forms.CharField(max_length=BODY_MAX_CHARS, widget=forms.Textarea)
+    quote = forms.CharField(required=False, max_length=QUOTE_MAX_CHARS, strip=False)
+    quote_start = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
+    reply_to = forms.IntegerField(required=False, min_value=1)
+
+
+class CommentEditForm(forms.Form):
+    """The new text of one's own comment."""
+
+    body = forms.CharField(max_length=BODY_MAX_CHARS, widget=forms.Textarea)
+
+
+class CommentPlaceForm(forms.Form):
+    """Where the comment forms send the reader back to (the session page's query); bad values are dropped."""
+
+    copy = forms.IntegerField(min_value=1, required=False)
     filter = forms.ChoiceField(choices=FILTER_CHOICES, required=False)
     q = forms.CharField(required=False, max_length=500, strip=False)
     leafId = forms.CharField(required=False, max_length=64)  # noqa: N815

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, cast
 from urllib.parse import quote, urlencode
 
@@ -26,8 +27,11 @@ from treeview.llm import summarizer_status
 from treeview.models import AgentSession
 from treeview.render import full_block_text, render_full_text
 from treeview.services import append
-from treeview.session.selector import FILTER_MODES, FilterMode, Row
+from treeview.services import comments as comment_service
+from treeview.services import review as review_service
+from treeview.session.selector import FilterMode, Row
 from treeview.views import fork
+from treeview.views.comments import comment_panel, place_query
 from treeview.views.common import copy_param, htmx_target, reverse_or_none, session_links, session_or_404
 
 # -- the session page --------------------------------------------------------------------------------------
@@ -103,6 +107,7 @@ class RowItem:
     row: Row
     url: str
     prefix: str
+    comments: comment_service.EntryCounts | None = None  # the badge: comments and open threads on the entry
 
 
 @dataclass(frozen=True)
@@ -114,9 +119,12 @@ class EntryItem:
 
 
 def _detail_context(request: HttpRequest, state: PageState, tree: explorer.ExplorerTree) -> dict[str, Any]:
-    window = explorer.tree_window(tree, state.mode, state.query, state.target_id, state.start)
-    selected = window.selected_id if state.target_id is None else state.target_id
     session = state.session
+    # Comment counts of the whole session in one query: the rows' badges and the "commented" filter.
+    counts = comment_service.comment_counts(session)
+    commented = frozenset(counts) if state.mode == explorer.COMMENTED else None
+    window = explorer.tree_window(tree, state.mode, state.query, state.target_id, state.start, commented)
+    selected = window.selected_id if state.target_id is None else state.target_id
     pick_copy = state.copy is not None
     parent = session.parent()
     if parent is not None and not can_view(request.user, parent):
@@ -126,14 +134,16 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
         "session": session,
         "state": state,
         "window": window,
-        "rows": [RowItem(row, state.url(targetId=row.id), row.prefix()) for row in window.rows],
+        "rows": [
+            RowItem(row, state.url(targetId=row.id), row.prefix(), counts.get(row.id)) for row in window.rows
+        ],
         "earlier_url": state.url(start=window.earlier_start) if window.earlier else None,
         "later_url": state.url(start=window.end) if window.later else None,
         "page_url": state.url(),
         # The entry asked for (the conversation and the label form), and the row the tree selects for it.
         "selected_id": selected,
         "tree_selected_id": window.selected_id,
-        "filter_modes": FILTER_MODES,
+        "filter_modes": explorer.VIEW_MODES,
         "links": session_links(session, pick_copy=pick_copy),
         "branch_download": (
             reverse_or_none(
@@ -157,6 +167,22 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
         "context_fragment_url": _context_url(state),
         "conversation_tab_url": state.url(tab=None, end=None),
         "navigation": _navigation_context(state),
+        # Review statuses (one query): the tree's badges, and the control for the branch drawn.
+        "review": review_service.page_review(session, tree.flat, state.leaf_id),
+        # The selected entry's comment threads: a callable, so only a page that shows the entry queries them.
+        "comment_panel": (
+            partial(
+                comment_panel,
+                request,
+                session,
+                selected,
+                place_query(
+                    {"copy": state.copy, "filter": state.mode, "q": state.query, "leafId": state.leaf_param}
+                ),
+            )
+            if selected
+            else None
+        ),
     }
 
 

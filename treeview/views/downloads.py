@@ -22,7 +22,8 @@ NDJSON = "application/x-ndjson"
 # Downloads go out in pieces of about this many characters (a session file can be hundreds of MB).
 DOWNLOAD_CHUNK = 256 * 1024
 # import_upload stores an upload as "<name>-<12 hex digits of its sha256>.jsonl".
-UPLOAD_DIGEST_SUFFIX = re.compile(r"-[0-9a-f]{12}(\.jsonl)$")
+# What import_upload adds to an upload's name: the uploader (``-u<pk>``) and the digest of the bytes.
+UPLOAD_DIGEST_SUFFIX = re.compile(r"(?:-u[0-9]+)?-[0-9a-f]{12}(\.jsonl)$")
 
 
 # -- downloads ---------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from treeview.forms import (
 )
 from treeview.models import AgentSession, ImportIssue
 from treeview.services import append
+from treeview.services import review as review_service
 from treeview.services.sync import SyncResult, import_upload
 from treeview.views.common import (
     SessionLinks,
@@ -48,6 +49,7 @@ class SessionRow:
     links: SessionLinks
     parent: AgentSession | None = None
     parent_links: SessionLinks | None = None
+    review: review_service.ReviewSummary | None = None  # counts of its branches per review status
 
     @property
     def warnings_shown(self) -> list[dict[str, Any]]:
@@ -115,6 +117,7 @@ def _listed_sessions(user: Any) -> Any:
 
 def _rows(sessions: list[AgentSession], user: Any) -> list[SessionRow]:
     shared = shared_ids((session.session_id for session in sessions), user)
+    reviews = review_service.summaries(sessions)  # one aggregate query for the page
     rows = []
     for session in sessions:
         # Only a few sessions are forks, so resolving their parents one by one stays cheap.
@@ -125,6 +128,7 @@ def _rows(sessions: list[AgentSession], user: Any) -> list[SessionRow]:
             SessionRow(
                 session=session,
                 links=session_links(session, pick_copy=session.session_id in shared),
+                review=reviews.get(session.pk),
                 parent=parent,
                 parent_links=(
                     session_links(
@@ -157,7 +161,10 @@ def _template(request: HttpRequest) -> str:
 def _render_list(
     request: HttpRequest, page_number: int, extras: ListExtras | None = None, *, status: int = 200
 ) -> TemplateResponse:
-    page = Paginator(_listed_sessions(request.user), SESSIONS_PER_PAGE).get_page(page_number)
+    # The review filter (GET for the list, POST for the actions that show it again).
+    review = ListPageForm(request.GET if request.method == "GET" else request.POST).review_status()
+    sessions = review_service.filter_sessions(_listed_sessions(request.user), review)
+    page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(page_number)
     issues = ImportIssue.objects.order_by("-seen_at", "source_path")
     if not sees_everything(request.user):
         # The files that failed to import are the site's business (their paths), not every user's.
@@ -172,6 +179,9 @@ def _render_list(
         "upload_max_mb": settings.ARBOR_UPLOAD_MAX_MB,
         "upload_max_files": settings.DATA_UPLOAD_MAX_NUMBER_FILES,
         "extras": extras or ListExtras(),
+        "review_filter": review,
+        "review_choices": ListPageForm.base_fields["review"].choices,
+        "review_query": f"&review={review}" if review else "",
     }
     return TemplateResponse(request, _template(request), context, status=status)
 

@@ -1,0 +1,182 @@
+"""The Review page (treeview/views/review.py review_page) per role: what waits for my review, the changes
+asked on my sessions, the open threads mentioning me, narrowed to one of my teams; no session leaks to whoever
+may not see it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from tests.test_access import SECRETS, SID, World, _world
+from treeview.models import AgentSession, Comment, Team
+from treeview.services import review
+from treeview.views import review as review_views
+
+LONG_TITLE = "run it"  # the long-output session's first prompt
+
+
+@pytest.fixture
+def world(db: Any, tmp_path: Path, settings: Any) -> World:
+    settings.ARBOR_SINGLE_USER = False
+    settings.ARBOR_WRITE_BACK = False
+    return _world(tmp_path)
+
+
+def _page(world: World, role: str, query: str = "", **kwargs: Any) -> str:
+    response = world.client(role).get(f"/review/{query}", **kwargs)
+    assert response.status_code == 200, response.status_code
+    return response.content.decode()
+
+
+def _section(body: str, name: str) -> str:
+    """The part of the page under one section's heading (waiting, changes, mentions)."""
+    start = body.index(f'id="{name}-heading"')
+    end = body.find("<section", start)
+    return body[start : end if end != -1 else len(body)]
+
+
+def _mention(
+    world: World, who: str, *, entry: str = "b2000002", body: str = "@owner have a look", **kw: Any
+) -> Comment:
+    comment = Comment.objects.create(
+        session=kw.pop("session", world.session),
+        entry_id=entry,
+        author=world.users["member"],
+        body=body,
+        **kw,
+    )
+    comment.mentions.set([world.users[who]])
+    return comment
+
+
+def test_a_member_sees_the_team_sessions_unreviewed_branches(world: World) -> None:
+    waiting = _section(_page(world, "member"), "waiting")
+    assert SECRETS[0] in waiting and LONG_TITLE in waiting
+    for leaf in ("b2000006", "e5000001"):
+        assert f'href="/s/{SID}/?leafId={leaf}"' in waiting
+    assert 'href="/s/long-output/?leafId=t1"' in waiting
+    # A branch with a status no longer waits.
+    review.set_review_status(world.session, "b2000006", "approved", world.users["team_admin"])
+    waiting = _section(_page(world, "member"), "waiting")
+    assert "leafId=b2000006" not in waiting and "leafId=e5000001" in waiting
+
+
+def test_an_outsider_sees_none_of_them(world: World) -> None:
+    body = _page(world, "outsider")
+    assert all(secret not in body for secret in SECRETS)
+    assert LONG_TITLE not in body and "leafId=" not in body and SID not in body
+    assert "Nothing waits for review" in body
+
+
+def test_the_owner_does_not_review_their_own_sessions_but_sees_changes_asked(world: World) -> None:
+    body = _page(world, "owner")
+    assert "leafId=" not in _section(body, "waiting")
+    assert "No branch is marked" in _section(body, "changes")
+    review.set_review_status(world.session, "e5000001", "needs_changes", world.users["member"])
+    changes = _section(_page(world, "owner"), "changes")
+    assert SECRETS[0] in changes and f'href="/s/{SID}/?leafId=e5000001"' in changes
+    assert "needs changes" in changes
+    # Not the member's session: not in their needs-changes list, and no longer waiting for them either.
+    member = _page(world, "member")
+    assert "leafId=e5000001" not in _section(member, "changes")
+    assert "leafId=e5000001" not in _section(member, "waiting")
+
+
+def test_a_needs_changes_branch_that_went_on_says_so(world: World) -> None:
+    review.set_review_status(world.session, "b2000003", "needs_changes", world.users["member"])
+    changes = _section(_page(world, "owner"), "changes")
+    assert "leafId=b2000003" in changes and "continued since" in changes
+
+
+def test_open_threads_mentioning_me(world: World) -> None:
+    _mention(world, "owner", body="@owner please **look**")
+    resolved = _mention(world, "owner", body="resolved one", resolved_at=timezone.now())
+    _mention(world, "owner", body="reply in a resolved thread", parent=resolved)
+    _mention(world, "owner", body="deleted one", deleted_at=timezone.now())
+    open_root = Comment.objects.create(session=world.session, entry_id="b2000004", body="root", author=None)
+    _mention(world, "owner", entry="b2000004", body="a reply that mentions", parent=open_root)
+    mentions = _section(_page(world, "owner"), "mentions")
+    assert "@owner please **look**" in mentions and "a reply that mentions" in mentions
+    assert f'href="/s/{SID}/?targetId=b2000002"' in mentions and "member:" in mentions
+    assert "resolved one" not in mentions and "reply in a resolved thread" not in mentions
+    assert "deleted one" not in mentions
+    assert "please" not in _section(_page(world, "member"), "mentions")
+
+
+def test_a_mention_in_a_session_i_cannot_see_is_not_shown(world: World) -> None:
+    _mention(world, "outsider", body="@outsider secret ping")
+    body = _page(world, "outsider")
+    assert "secret ping" not in body and all(secret not in body for secret in SECRETS)
+
+
+def test_mention_text_is_escaped(world: World) -> None:
+    _mention(world, "owner", body="<script>alert(1)</script>")
+    mentions = _section(_page(world, "owner"), "mentions")
+    assert "<script>" not in mentions and "&lt;script&gt;" in mentions
+
+
+def test_the_team_selector_narrows_to_one_of_my_teams(world: World) -> None:
+    other_owner = world.users["team_admin"]
+    public = AgentSession.objects.get(pk=world.long.pk)
+    AgentSession.objects.filter(pk=public.pk).update(visibility="signed_in", owner=other_owner)
+    outsider = _page(world, "outsider")
+    assert LONG_TITLE in _section(outsider, "waiting")  # shared with everyone signed in
+    others = Team.objects.get(name="others")
+    assert f'<option value="{others.pk}"' in outsider
+    narrowed = _section(_page(world, "outsider", f"?team={others.pk}"), "waiting")
+    assert LONG_TITLE not in narrowed
+    member = _page(world, "member", f"?team={world.team.pk}")
+    assert SECRETS[0] in _section(member, "waiting") and LONG_TITLE not in _section(member, "waiting")
+    # Not my team, or no team at all: a 404.
+    assert world.client("member").get(f"/review/?team={others.pk}").status_code == 404
+    assert world.client("member").get("/review/?team=99999").status_code == 404
+    assert world.client("member").get("/review/?team=x").status_code == 400
+
+
+def test_signed_out_is_sent_to_the_login_page(world: World) -> None:
+    response = world.client("anonymous").get("/review/")
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_the_header_links_to_the_review_page(world: World, settings: Any) -> None:
+    assert 'href="/review/"' in _page(world, "member")
+    assert 'href="/review/"' not in world.client("anonymous").get("/accounts/login/").content.decode()
+    settings.ARBOR_SINGLE_USER = True
+    assert 'href="/review/"' in Client().get("/").content.decode()
+
+
+def test_the_lists_are_bounded_with_a_link_to_more(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(review_views, "WAITING_SESSIONS", 1)
+    first = _section(_page(world, "member"), "waiting")
+    assert (SECRETS[0] in first) != (LONG_TITLE in first)
+    assert 'href="/review/?waiting=1"' in first
+    second = _section(_page(world, "member", "?waiting=1"), "waiting")
+    assert (SECRETS[0] in second) != (LONG_TITLE in second)
+    assert (SECRETS[0] in first) != (SECRETS[0] in second)
+    assert "?waiting=2" not in second
+
+
+def test_htmx_gets_the_lists_only(world: World) -> None:
+    body = _page(world, "member", headers={"HX-Request": "true", "HX-Target": "review-lists"})
+    assert body.lstrip().startswith('<div id="review-lists"') and "<html" not in body
+
+
+def test_single_user_mode_lists_every_session(world: World, settings: Any) -> None:
+    settings.ARBOR_SINGLE_USER = True
+    review.set_review_status(world.session, "b2000006", "needs_changes", None)
+    body = Client().get("/review/").content.decode()
+    waiting = _section(body, "waiting")
+    assert "leafId=e5000001" in waiting and "leafId=t1" in waiting and "leafId=b2000006" not in waiting
+    assert "leafId=b2000006" in _section(body, "changes")
+    assert 'id="mentions-heading"' not in body
+
+
+def test_a_request_reads_a_bounded_number_of_entries(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Finding branches reads a session's entries: past the budget, the rest waits behind "older sessions".
+    monkeypatch.setattr(review_views, "WAITING_ENTRIES", 1)
+    first = _section(_page(world, "member"), "waiting")
+    assert (SECRETS[0] in first) != (LONG_TITLE in first) and 'href="/review/?waiting=1"' in first

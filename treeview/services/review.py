@@ -1,0 +1,373 @@
+"""Review statuses of branches: set one (mirrored into the file as a label), and read them back.
+
+A branch is named by its leaf entry id, so a status survives a re-import of a grown or rewritten file (the
+ids stay; the rows do not). Label entries do not count as entries of a branch: the label a status appends
+below the current leaf, or a user's label at the end of a branch, does not make a new branch, and a leaf that
+is a label entry stands for its nearest ancestor that is not one (:func:`branch_leaf`). No row: unreviewed.
+
+The mirror label (``review: approved``, ``review: needs changes``, ``review: abandoned``) is an ordinary
+label entry, so pi and oh-my-pi show it in their ``/tree``; it is written only where the leaf has no label or
+a previous review label (a user's own label is never replaced), and "unreviewed" clears it. When write-back
+is refused (the agent's file changed since Arbor read it), the status is kept and the result says the label
+was not written: the status is Arbor's own data, the label only a courtesy to the agents.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, Exists, OuterRef, QuerySet
+
+from treeview.explorer import LruCache
+from treeview.models import AgentSession, Entry, ReviewStatus
+from treeview.services import append
+
+__all__ = [
+    "LABELS",
+    "REVIEWED",
+    "BranchReview",
+    "ReviewResult",
+    "ReviewSummary",
+    "branch_leaf",
+    "filter_sessions",
+    "is_review_label",
+    "page_review",
+    "review_label",
+    "session_leaves",
+    "set_review_status",
+    "statuses_for_session",
+    "summaries",
+]
+
+Status = ReviewStatus.Status
+
+#: The statuses a row holds (unreviewed is the absence of a row).
+REVIEWED = (Status.APPROVED, Status.NEEDS_CHANGES, Status.ABANDONED)
+#: The label text each status writes into the file.
+LABELS = {status.value: f"review: {status.label}" for status in REVIEWED}
+_REVIEW_LABEL = re.compile(r"review: (?:approved|needs changes|abandoned)")
+#: Label chains are short (a few labels in a row); a walk up one stops here whatever the data.
+_MAX_LABEL_CHAIN = 10_000
+
+
+# -- pure helpers --------------------------------------------------------------------------------------------
+
+
+def review_label(status: str) -> str | None:
+    """The label a status writes (``None``: unreviewed, which clears a review label)."""
+    return LABELS.get(status)
+
+
+def is_review_label(label: str | None) -> bool:
+    """Is this label one a review status wrote (and so one a new status may replace)?"""
+    return bool(label) and _REVIEW_LABEL.fullmatch(label or "") is not None
+
+
+def _label_anchor(entry_id: str, types: Mapping[str, str], parents: Mapping[str, str | None]) -> str:
+    """``entry_id``, or when it is a label entry its nearest ancestor that is not one (``entry_id`` itself
+    when the labels go up to a root, a missing parent or a cycle)."""
+    current = entry_id
+    seen: set[str] = set()
+    while types.get(current) == "label":
+        seen.add(current)
+        parent = parents.get(current)
+        if parent is None or parent not in types or parent in seen:
+            return entry_id
+        current = parent
+    return current
+
+
+# -- writing -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReviewResult:
+    """What :func:`set_review_status` did: the branch's leaf, its status, and what happened to the label."""
+
+    leaf_id: str
+    status: str
+    label: str = "unchanged"  # "written", "cleared", "unchanged", "kept" (a user's own label), "refused"
+    refusal: str = ""
+
+    @property
+    def message(self) -> str:
+        """One line for the page."""
+        if self.label == "refused":
+            return f"Status saved; the label was not written to the session: {self.refusal}"
+        if self.label == "kept":
+            return "Status saved; the entry keeps its own label."
+        return "Status saved."
+
+
+def _current_label(session: AgentSession, target_id: str) -> str | None:
+    """The label on ``target_id`` now: the last label entry aimed at it (an empty one cleared it)."""
+    text = (
+        session.entries.filter(type="label", label_target=target_id)
+        .order_by("-seq")
+        .values_list("label_text", flat=True)
+        .first()
+    )
+    return text or None
+
+
+def branch_leaf(session: AgentSession, entry_id: str) -> str:
+    """The leaf that names the branch ending at ``entry_id``: the entry itself, or for a label entry its
+    nearest ancestor that is not a label. Raises :class:`append.UnknownEntry` for an id the session lacks."""
+    types: dict[str, str] = {}
+    parents: dict[str, str | None] = {}
+    current: str | None = entry_id
+    for _ in range(_MAX_LABEL_CHAIN):
+        if current is None or current in types:
+            break
+        row = (
+            session.entries.filter(entry_id=current)
+            .exclude(type="session")
+            .order_by("-seq")
+            .values_list("type", "parent_id")
+            .first()
+        )
+        if row is None:
+            break
+        types[current], parents[current] = row
+        if row[0] != "label":
+            break
+        current = row[1]
+    if entry_id not in types:
+        raise append.UnknownEntry(entry_id)
+    return _label_anchor(entry_id, types, parents)
+
+
+def set_review_status(session: AgentSession, leaf_id: str, status: str, user: Any) -> ReviewResult:
+    """Set the review status of the branch ending at ``leaf_id`` (one transaction): the row, and the mirror
+    label in the session when the leaf has none of the user's own. Raises :class:`append.UnknownEntry`."""
+    if status not in Status.values:
+        raise ValueError(f"unknown review status {status!r}")
+    actor = user if getattr(user, "is_authenticated", False) else None
+    with transaction.atomic():
+        leaf = branch_leaf(session, leaf_id)
+        if status == Status.UNREVIEWED:
+            ReviewStatus.objects.filter(session=session, leaf_id=leaf).delete()
+        else:
+            ReviewStatus.objects.update_or_create(
+                session=session, leaf_id=leaf, defaults={"status": status, "updated_by": actor}
+            )
+        current = _current_label(session, leaf)
+        wanted = review_label(status)
+        if current is not None and not is_review_label(current):
+            return ReviewResult(leaf, status, "kept")
+        if current == wanted:
+            return ReviewResult(leaf, status, "unchanged")
+        try:
+            # Its own savepoint: a refused write-back leaves the status saved.
+            with transaction.atomic():
+                append.set_label(session, leaf, wanted)
+        except append.WriteBackRefused as error:
+            return ReviewResult(leaf, status, "refused", str(error))
+        return ReviewResult(leaf, status, "written" if wanted else "cleared")
+
+
+# -- reading -------------------------------------------------------------------------------------------------
+
+
+def statuses_for_session(session: AgentSession) -> dict[str, str]:
+    """leaf id → status of every reviewed branch of the session (one query)."""
+    rows = ReviewStatus.objects.filter(session=session).exclude(status=Status.UNREVIEWED)
+    return dict(rows.values_list("leaf_id", "status"))
+
+
+@dataclass(frozen=True)
+class BranchReview:
+    """The session page's review state: every status (for the tree's badges) and the viewed branch's."""
+
+    statuses: dict[str, str]
+    leaf_id: str | None
+    status: str = Status.UNREVIEWED.value
+
+    @property
+    def status_label(self) -> str:
+        return str(Status(self.status).label)
+
+    @property
+    def choices(self) -> list[tuple[str, str]]:
+        return [(str(value), str(label)) for value, label in Status.choices]
+
+
+def page_review(session: AgentSession, flat: Any, leaf_id: str | None) -> BranchReview:
+    """The statuses of the session (one query) and the branch the page shows: ``leaf_id``, label entries
+    skipped, from the page's cached flat tree (``flat.by_id``: id → node with ``node.entry``)."""
+    statuses = statuses_for_session(session)
+    if leaf_id is None:
+        return BranchReview(statuses, None)
+    by_id = flat.by_id
+    types: dict[str, str] = {}
+    parents: dict[str, str | None] = {}
+    current: Any = leaf_id
+    while current is not None and current not in types and len(types) < _MAX_LABEL_CHAIN:
+        node = by_id.get(current)
+        if node is None:
+            break
+        entry = node.node.entry
+        types[current] = str(entry.get("type"))
+        parent = entry.get("parentId")
+        parents[current] = parent if isinstance(parent, str) else None
+        if types[current] != "label":
+            break
+        current = parents[current]
+    if leaf_id not in types:
+        return BranchReview(statuses, None)
+    leaf = _label_anchor(leaf_id, types, parents)
+    return BranchReview(statuses, leaf, statuses.get(leaf, Status.UNREVIEWED.value))
+
+
+@dataclass(frozen=True)
+class ReviewSummary:
+    """Counts of a session's branches per status set (rows only: branches without one are not counted)."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def parts(self) -> list[tuple[str, str, int]]:
+        """(status, its label, count) of the statuses present, in the statuses' order."""
+        return [(s.value, str(s.label), self.counts[s.value]) for s in REVIEWED if self.counts.get(s.value)]
+
+    def __str__(self) -> str:
+        return " · ".join(f"{count} {label}" for _, label, count in self.parts)
+
+    def __bool__(self) -> bool:
+        return any(self.counts.values())
+
+
+def summaries(sessions: Iterable[AgentSession | int]) -> dict[int, ReviewSummary]:
+    """Session pk → its :class:`ReviewSummary`, for a page of sessions in one aggregate query."""
+    pks = [s if isinstance(s, int) else s.pk for s in sessions]
+    counts: dict[int, dict[str, int]] = defaultdict(dict)
+    rows = (
+        ReviewStatus.objects.filter(session__in=pks, status__in=REVIEWED)
+        .values_list("session_id", "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for pk, status, n in rows:
+        counts[pk][status] = n
+    return {pk: ReviewSummary(dict(counts.get(pk, {}))) for pk in pks}
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """A branch of a stored session: its leaf entry, the row text and when it was written."""
+
+    session_pk: int
+    entry_id: str
+    text: str
+    seq: int
+
+
+#: Branch lists kept per process, per session state (a session that changes gets a new key).
+LEAF_CACHE_SIZE = 256
+#: Row text kept per branch (the Review page shows a line of it).
+LEAF_TEXT_CHARS = 200
+_leaf_cache: LruCache[tuple[Any, ...], list[Leaf]] = LruCache(LEAF_CACHE_SIZE)
+
+
+def session_leaves(sessions: Iterable[AgentSession]) -> dict[int, list[Leaf]]:
+    """Session pk → its branches (label entries do not count), newest first, from SQL: no tree is built.
+    Kept per session state (``next_seq`` grows with every stored entry; a rewrite changes ``entry_count``).
+    Reading a session's branches costs a pass over its entries (about 50 ms per 30,000 on SQLite)."""
+    result: dict[int, list[Leaf]] = {}
+    missing: dict[int, tuple[Any, ...]] = {}
+    for session in sessions:
+        key = (session.pk, session.imported_at, session.next_seq, session.entry_count)
+        cached = _leaf_cache.get(key)
+        if cached is None:
+            missing[session.pk] = key
+        else:
+            result[session.pk] = cached
+    if missing:
+        for pk, leaves in _query_leaves(list(missing)).items():
+            _leaf_cache.put(missing[pk], leaves)
+            result[pk] = leaves
+    return result
+
+
+def _query_leaves(pks: list[int]) -> dict[int, list[Leaf]]:
+    """Entries without a child that is not a label are candidates; a candidate whose label children lead on
+    to an entry that is not a label (the agent went on after a label) is dropped. Labels are few, so that
+    second step reads only them and their children."""
+    real_child = Entry.objects.filter(session=OuterRef("session"), parent_id=OuterRef("entry_id")).exclude(
+        type="label"
+    )
+    rows = (
+        Entry.objects.filter(session__in=pks)
+        .exclude(type__in=("session", "label"))
+        .exclude(entry_id="")
+        .filter(~Exists(real_child))
+        .values_list("session_id", "entry_id", "text", "seq")
+    )
+    candidates: dict[tuple[int, str], Leaf] = {}
+    for pk, entry_id, text, seq in rows:
+        # A later row with the same id replaces the earlier one, as in the tree.
+        known = candidates.get((pk, entry_id))
+        if known is None or seq > known.seq:
+            candidates[(pk, entry_id)] = Leaf(pk, entry_id, text[:LEAF_TEXT_CHARS], seq)
+    for pk, anchor in _continued_below_labels(pks):
+        candidates.pop((pk, anchor), None)
+    leaves: dict[int, list[Leaf]] = {pk: [] for pk in pks}
+    for leaf in candidates.values():
+        leaves[leaf.session_pk].append(leaf)
+    for found in leaves.values():
+        found.sort(key=lambda leaf: leaf.seq, reverse=True)
+    return leaves
+
+
+def _continued_below_labels(pks: list[int]) -> list[tuple[int, str]]:
+    """(session pk, entry id) of the entries that have labels below them with a non-label entry after."""
+    labels = Entry.objects.filter(session__in=pks, type="label").values_list(
+        "session_id", "entry_id", "parent_id"
+    )
+    parents: dict[int, dict[str, str | None]] = defaultdict(dict)
+    for pk, entry_id, parent in labels:
+        parents[pk][entry_id] = parent
+    found: list[tuple[int, str]] = []
+    for pk, label_parents in parents.items():
+        ids = list(label_parents)
+        for start in range(0, len(ids), 500):
+            below = (
+                Entry.objects.filter(session=pk, parent_id__in=ids[start : start + 500])
+                .exclude(type="label")
+                .values_list("parent_id", flat=True)
+            )
+            for label_id in set(below):
+                anchor = _walk_labels(label_id, label_parents)
+                if anchor is not None:
+                    found.append((pk, anchor))
+    return found
+
+
+def _walk_labels(label_id: str, label_parents: Mapping[str, str | None]) -> str | None:
+    """The first entry above ``label_id`` that is not a label (``None``: the chain ends at a root)."""
+    current: str | None = label_id
+    seen: set[str] = set()
+    while current is not None and current in label_parents and current not in seen:
+        seen.add(current)
+        current = label_parents[current]
+    return current
+
+
+def filter_sessions(sessions: QuerySet[AgentSession], status: str) -> QuerySet[AgentSession]:
+    """``sessions`` narrowed to those with a branch in ``status`` ("" or unknown: all of them).
+
+    "unreviewed" is the simpler rule the session list can afford without reading every session's tree:
+    sessions where no branch has a status yet (nobody has reviewed anything in them). The Review page, which
+    reads the branches of a few sessions at a time, lists every branch without a status instead.
+    """
+    if status == Status.UNREVIEWED:
+        reviewed = ReviewStatus.objects.filter(session=OuterRef("pk"), status__in=REVIEWED)
+        return sessions.filter(~Exists(reviewed))
+    if status in REVIEWED:
+        return sessions.filter(Exists(ReviewStatus.objects.filter(session=OuterRef("pk"), status=status)))
+    return sessions

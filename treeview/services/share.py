@@ -1,0 +1,452 @@
+"""Share links: a read-only view of one branch of a session for people without an account.
+
+A token is ``lookup`` (random, :data:`LOOKUP_CHARS` characters, for the index) followed by a secret part of
+256 bits; the database keeps the lookup and the sha256 of the whole token, and the hash is compared in
+constant time. Nothing in a token is derived from an id. What a link serves passes the redaction engine
+(``treeview.redaction``): every hit not unmasked by the sharer is masked, opaque provider payloads are
+dropped, and what was masked at creation is recorded on the link (kind and fingerprint, never the text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from treeview.access import can_manage, can_view
+from treeview.models import AgentSession, ShareLink, SiteSettings, TeamSecret
+from treeview.redaction import Hit, Redactor, redaction_record
+from treeview.session.jsonl import dumps, loads
+from treeview.session.selector import FILTER_MODES, filter_nodes
+from treeview.session.selector_tree import flatten_tree
+
+__all__ = [
+    "DEFAULT_EXPIRY",
+    "MAX_EXPIRY",
+    "MIN_EXPIRY",
+    "BranchEntry",
+    "ShareError",
+    "ShareRefused",
+    "branch_entries",
+    "branch_path",
+    "count_view",
+    "create_link",
+    "hash_token",
+    "link_state",
+    "redacted_branch",
+    "redactor_for",
+    "resolve",
+    "revoke",
+    "scan_branch",
+    "sharing_enabled",
+]
+
+DEFAULT_EXPIRY = timedelta(days=7)
+MIN_EXPIRY = timedelta(hours=1)
+MAX_EXPIRY = timedelta(days=90)
+NOTE_MAX = 500
+QUERY_MAX = 200
+#: Characters of the lookup part (urlsafe base64: 6 bits each, 72 bits) and of the secret part (256 bits).
+LOOKUP_CHARS = 12
+SECRET_BYTES = 32
+SECRET_CHARS = 43
+TOKEN_CHARS = LOOKUP_CHARS + SECRET_CHARS
+_TOKEN = re.compile(rf"[A-Za-z0-9_-]{{{TOKEN_CHARS}}}")
+
+
+class ShareError(ValueError):
+    """A link cannot be made as asked (the message says why, for the form)."""
+
+
+class ShareRefused(Exception):
+    """A presented token opens nothing. ``reason``: ``not_found`` (unknown, malformed or tampered),
+    ``disabled`` (public sharing is off), ``revoked``, ``expired`` or ``exhausted`` (view limit reached)."""
+
+    STATUS = {"not_found": 404, "disabled": 404, "revoked": 410, "expired": 410, "exhausted": 410}
+    MESSAGES = {
+        "not_found": "This link does not exist.",
+        "disabled": "This link does not exist.",
+        "revoked": "This link was revoked.",
+        "expired": "This link has expired.",
+        "exhausted": "This link has reached its view limit.",
+    }
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+    @property
+    def status(self) -> int:
+        return self.STATUS[self.reason]
+
+    @property
+    def message(self) -> str:
+        return self.MESSAGES[self.reason]
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def new_token() -> str:
+    """A fresh token: a random lookup and a random 256-bit secret (urlsafe, :data:`TOKEN_CHARS` long)."""
+    lookup = secrets.token_urlsafe(LOOKUP_CHARS * 6 // 8)
+    secret = secrets.token_urlsafe(SECRET_BYTES)
+    assert len(lookup) == LOOKUP_CHARS and len(secret) == SECRET_CHARS
+    return lookup + secret
+
+
+def sharing_enabled() -> bool:
+    return SiteSettings.current().public_sharing
+
+
+def set_sharing(enabled: bool) -> None:
+    """Turn public sharing on or off for the whole site (every link answers 404 while it is off)."""
+    with transaction.atomic():
+        SiteSettings.current()
+        SiteSettings.objects.filter(pk=1).update(public_sharing=enabled)
+
+
+# -- the branch --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BranchEntry:
+    """One entry of a shared branch: its row's order and exact text, and the parsed entry."""
+
+    seq: int
+    entry_id: str
+    raw: str
+    entry: dict[str, Any]
+
+
+def _parents(session: AgentSession, below_seq: int | None) -> dict[str, str | None]:
+    """entry id → parent id of the session's entries (of those stored before ``below_seq``)."""
+    rows = session.entries.exclude(type="session")
+    if below_seq is not None:
+        rows = rows.filter(seq__lt=below_seq)
+    parents: dict[str, str | None] = {}
+    for entry_id, parent_id in rows.order_by("seq").values_list("entry_id", "parent_id"):
+        parents[entry_id] = parent_id  # a later row with the same id wins, as in the tree
+    return parents
+
+
+def branch_path(session: AgentSession, leaf_id: str, below_seq: int | None = None) -> list[str]:
+    """The ids root → ``leaf_id`` through parent links (empty when the leaf is not there); stops at a missing
+    parent or a repeated id, so a cycle cannot hang it."""
+    parents = _parents(session, below_seq)
+    path: list[str] = []
+    seen: set[str] = set()
+    current: str | None = leaf_id
+    while current is not None and current in parents and current not in seen:
+        seen.add(current)
+        path.append(current)
+        current = parents[current]
+    path.reverse()
+    return path
+
+
+def _load(session: AgentSession, ids: Sequence[str], below_seq: int | None) -> list[BranchEntry]:
+    rows = session.entries.filter(entry_id__in=ids).exclude(type="session")
+    if below_seq is not None:
+        rows = rows.filter(seq__lt=below_seq)
+    found: dict[str, BranchEntry] = {}
+    for seq, entry_id, raw in sorted(rows.values_list("seq", "entry_id", "raw")):
+        try:
+            parsed = loads(raw)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            parsed = {"type": "", "id": entry_id}
+        found[entry_id] = BranchEntry(seq, entry_id, raw, parsed)
+    return [found[i] for i in ids if i in found]
+
+
+def branch_entries(link: ShareLink) -> list[BranchEntry]:
+    """What a link shows, root first. Frozen: the path root → ``leaf_id`` as it was (rows stored before the
+    link). Following: the path to the session's current leaf when that leaf descends from ``leaf_id``, else
+    the path to ``leaf_id``."""
+    session = link.session
+    if not link.follows:
+        return _load(session, branch_path(session, link.leaf_id, link.frozen_seq), link.frozen_seq)
+    path: list[str] = []
+    if session.leaf_id:
+        path = branch_path(session, session.leaf_id)
+    if link.leaf_id not in path:
+        path = branch_path(session, link.leaf_id)
+    return _load(session, path, None)
+
+
+# -- redaction ---------------------------------------------------------------------------------------------
+
+
+def team_strings(user: Any, session: AgentSession) -> list[str]:
+    """The strings masked in what ``user`` shares of ``session``: the secrets of the user's teams and of the
+    teams the session is shared with (single-user mode: every team's)."""
+    secrets_ = TeamSecret.objects.all()
+    if not settings.ARBOR_SINGLE_USER:
+        mine = Q(team__memberships__user=user) if user is not None and user.pk else Q(pk__in=[])
+        secrets_ = secrets_.filter(mine | Q(team__sessions=session.pk))
+    values = {value for value in secrets_.values_list("value", flat=True) if value}
+    return sorted(values)
+
+
+def redactor_for(user: Any, session: AgentSession) -> Redactor:
+    return Redactor(team_strings(user, session))
+
+
+def scan_branch(redactor: Redactor, entries: Iterable[BranchEntry]) -> list[Hit]:
+    """Every redaction hit of the branch, in order."""
+    hits: list[Hit] = []
+    for item in entries:
+        hits.extend(redactor.scan(item.entry))
+    return hits
+
+
+@dataclass(frozen=True, slots=True)
+class RedactedEntry:
+    """An entry as a link serves it: ``raw`` is the stored line when redaction changed nothing (byte-exact),
+    else the redacted entry serialized as the agent writes JSON."""
+
+    entry_id: str
+    entry: dict[str, Any]
+    raw: str
+    changed: bool
+
+
+def redacted_branch(link: ShareLink, entries: Sequence[BranchEntry] | None = None) -> list[RedactedEntry]:
+    """The link's branch with every hit not in ``link.unmasked`` masked and opaque payloads dropped (entries
+    that arrived after a following link was made included)."""
+    entries = branch_entries(link) if entries is None else entries
+    redactor = redactor_for(link.created_by, link.session)
+    unmasked = set(link.unmasked or ())
+    result: list[RedactedEntry] = []
+    for item in entries:
+        hits = redactor.scan(item.entry)
+        redacted = redactor.redact(item.entry, hits, unmasked)
+        changed = redacted != item.entry
+        result.append(
+            RedactedEntry(item.entry_id, redacted, dumps(redacted) if changed else item.raw, changed)
+        )
+    return result
+
+
+def redact_value(link: ShareLink, value: dict[str, Any]) -> dict[str, Any]:
+    """Any other mapping a link serves (the session header, the title), with every hit masked."""
+    redactor = redactor_for(link.created_by, link.session)
+    return redactor.redact(value, redactor.scan(value), ())
+
+
+# -- creating ----------------------------------------------------------------------------------------------
+
+
+def create_link(
+    user: Any,
+    session: AgentSession,
+    *,
+    leaf_id: str,
+    target_id: str = "",
+    filter_mode: str = "default",
+    query: str = "",
+    expires_in: timedelta = DEFAULT_EXPIRY,
+    max_views: int | None = None,
+    follows: bool = False,
+    note: str = "",
+    unmasked: Collection[str] = (),
+) -> tuple[ShareLink, str]:
+    """A new link to the branch root → ``leaf_id`` and its token (shown once: only its hash is kept).
+
+    Raises :class:`ShareError` when the user may not see the session, sharing is off, the entries are not the
+    session's (or the target is not on the branch), or the expiry, view limit, note or unmasked hits are out
+    of bounds.
+    """
+    if user is None or not can_view(user, session):
+        raise ShareError("You cannot share this session.")
+    if not sharing_enabled():
+        raise ShareError("Public sharing is turned off for this site.")
+    if filter_mode not in FILTER_MODES:
+        raise ShareError("Unknown filter.")
+    if len(query) > QUERY_MAX:
+        raise ShareError(f"The search is longer than {QUERY_MAX} characters.")
+    if not MIN_EXPIRY <= expires_in <= MAX_EXPIRY:
+        raise ShareError("A link expires after one hour at the earliest and 90 days at the latest.")
+    if max_views is not None and max_views < 1:
+        raise ShareError("The view limit is at least 1.")
+    if len(note) > NOTE_MAX:
+        raise ShareError(f"The note is longer than {NOTE_MAX} characters.")
+    with transaction.atomic():
+        locked = AgentSession.objects.select_for_update().get(pk=session.pk)
+        frozen_seq = locked.next_seq
+        path = branch_path(locked, leaf_id, frozen_seq) if leaf_id else []
+        if not path or path[-1] != leaf_id:
+            raise ShareError("No entry with this id in the session.")
+        if target_id and target_id not in path:
+            raise ShareError("The highlighted entry is not on the shared branch.")
+        entries = _load(locked, path, frozen_seq)
+        hits = scan_branch(redactor_for(user, locked), entries)
+        hit_ids = {hit.id for hit in hits}
+        unknown = set(unmasked) - hit_ids
+        if unknown:
+            raise ShareError(
+                "A hit to show in clear is not in the branch any more; look at the preview again."
+            )
+        token = new_token()
+        link = ShareLink.objects.create(
+            lookup=token[:LOOKUP_CHARS],
+            token_hash=hash_token(token),
+            session=locked,
+            created_by=user if user.pk else None,
+            leaf_id=leaf_id,
+            target_id=target_id,
+            filter_mode=filter_mode,
+            query=query,
+            follows=follows,
+            frozen_seq=frozen_seq,
+            expires_at=timezone.now() + expires_in,
+            max_views=max_views,
+            note=note,
+            unmasked=sorted(set(unmasked)),
+            redactions=redaction_record(hits, set(unmasked)),
+        )
+    return link, token
+
+
+# -- presenting --------------------------------------------------------------------------------------------
+
+
+def _find(token: str) -> ShareLink:
+    if not isinstance(token, str) or not _TOKEN.fullmatch(token):
+        raise ShareRefused("not_found")
+    link = (
+        ShareLink.objects.select_related("session", "created_by").filter(lookup=token[:LOOKUP_CHARS]).first()
+    )
+    digest = hash_token(token)
+    # Compared in constant time even when there is no such lookup (against a hash nobody has).
+    expected = link.token_hash if link is not None else "0" * 64
+    if not hmac.compare_digest(expected, digest) or link is None:
+        raise ShareRefused("not_found")
+    return link
+
+
+def link_state(link: ShareLink, now: datetime | None = None) -> str:
+    """``active``, ``revoked``, ``expired`` or ``exhausted``."""
+    now = now or timezone.now()
+    if link.revoked_at is not None:
+        return "revoked"
+    if link.expires_at <= now:
+        return "expired"
+    if link.max_views is not None and link.view_count >= link.max_views:
+        return "exhausted"
+    return "active"
+
+
+def resolve(token: str) -> ShareLink:
+    """The usable link this token opens. Raises :class:`ShareRefused` (with its reason) otherwise."""
+    link = _find(token)
+    if not sharing_enabled():
+        raise ShareRefused("disabled")
+    state = link_state(link)
+    if state != "active":
+        raise ShareRefused(state)
+    return link
+
+
+def count_view(link: ShareLink) -> ShareLink:
+    """Count one view, atomically: a link over its limit (or revoked or expired since) counts nothing and
+    raises :class:`ShareRefused`, however many requests arrive at once."""
+    now = timezone.now()
+    updated = (
+        ShareLink.objects.filter(pk=link.pk, revoked_at=None, expires_at__gt=now)
+        .filter(Q(max_views=None) | Q(view_count__lt=F("max_views")))
+        .update(view_count=F("view_count") + 1, last_viewed_at=now)
+    )
+    if not updated:
+        link.refresh_from_db()
+        state = link_state(link, now)
+        raise ShareRefused(state if state != "active" else "exhausted")
+    link.refresh_from_db(fields=["view_count", "last_viewed_at"])
+    return link
+
+
+# -- managing ----------------------------------------------------------------------------------------------
+
+
+def may_revoke(user: Any, link: ShareLink) -> bool:
+    """The link's creator, a manager of its session (``can_manage``) or a superuser."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return False
+    if user.is_superuser or (link.created_by_id is not None and link.created_by_id == user.pk):
+        return True
+    return can_manage(user, link.session)
+
+
+def revoke(user: Any, link: ShareLink) -> ShareLink:
+    """Revoke a link; the next request with its token is refused. Raises ``PermissionError`` when ``user``
+    may not."""
+    if not may_revoke(user, link):
+        raise PermissionError("only the link's creator, the session's managers and superusers revoke it")
+    with transaction.atomic():
+        ShareLink.objects.filter(pk=link.pk, revoked_at=None).update(
+            revoked_at=timezone.now(), revoked_by=user if user.pk else None
+        )
+    link.refresh_from_db()
+    return link
+
+
+def links_for(user: Any) -> Any:
+    """The links the Shared links page lists: a user's own; a superuser's (and single-user mode's) all."""
+    links = ShareLink.objects.select_related("session", "created_by").order_by("-created_at", "-pk")
+    if settings.ARBOR_SINGLE_USER or (user.is_active and user.is_superuser):
+        return links
+    return links.filter(created_by=user)
+
+
+# -- filter and search over a shared branch ----------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _ChainNode:
+    """A branch entry as the selector's tree node (a branch is a chain: each node has the next as child)."""
+
+    entry: dict[str, Any]
+    children: list[_ChainNode]
+    label: str | None
+
+
+def visible_ids(entries: Sequence[dict[str, Any]], filter_mode: str, query: str) -> list[str]:
+    """The ids of the branch ``entries`` (root first, as served) the tree selector shows under a filter mode
+    and search; labels are those the branch's own label entries set."""
+    labels: dict[str, str] = {}
+    for entry in entries:
+        if entry.get("type") == "label" and isinstance(entry.get("targetId"), str):
+            text = entry.get("label")
+            if isinstance(text, str) and text:
+                labels[entry["targetId"]] = text
+            else:
+                labels.pop(entry["targetId"], None)
+    nodes = [_ChainNode(entry, [], labels.get(str(entry.get("id")))) for entry in entries]
+    for parent, child in zip(nodes, nodes[1:], strict=False):
+        parent.children.append(child)
+    if not nodes:
+        return []
+    leaf = nodes[-1].entry.get("id")
+    flat = flatten_tree([nodes[0]], leaf if isinstance(leaf, str) else None, nodes)
+    mode = filter_mode if filter_mode in FILTER_MODES else "default"
+    return [str(node.entry.get("id")) for node in filter_nodes(flat, mode, query)]  # type: ignore[arg-type]
+
+
+def preview(user: Any, session: AgentSession, leaf_id: str) -> tuple[list[BranchEntry], list[Hit]]:
+    """The branch root → ``leaf_id`` as it is now, and every redaction hit in it (for the share form)."""
+    path = branch_path(session, leaf_id)
+    entries = _load(session, path, None)
+    return entries, scan_branch(redactor_for(user, session), entries)

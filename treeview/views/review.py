@@ -1,0 +1,353 @@
+"""Review: the status of a branch (set from the session page) and the Review page (what waits for me)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+from urllib.parse import urlencode
+
+from django import forms
+from django.conf import settings
+from django.core.exceptions import BadRequest
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.vary import vary_on_headers
+
+from treeview import explorer
+from treeview.access import sees_everything, visible_sessions
+from treeview.forms import FILTER_CHOICES
+from treeview.models import AgentSession, Comment, Entry, ReviewStatus, Team
+from treeview.services import append
+from treeview.services import review as review_service
+from treeview.session.selector import FilterMode
+from treeview.views.common import copy_param, htmx_target, session_or_404, shared_ids
+from treeview.views.detail import DETAIL_TEMPLATE, PageState, _detail_context
+
+__all__ = ["review_page", "set_review_status"]
+
+STATUS_TEMPLATE = "treeview/_review_status.html"
+REVIEW_TEMPLATE = "treeview/review.html"
+#: Sessions with branches waiting for review shown at once, and branches listed per session.
+WAITING_SESSIONS = 10
+BRANCHES_PER_SESSION = 8
+#: Sessions looked at per request to find those (each costs a look at its entries), whatever they hold.
+WAITING_SCAN = 100
+WAITING_ENTRIES = 500_000
+WAITING_CHUNK = 20
+#: Rows of the needs-changes and mentions sections per page.
+SECTION_ROWS = 25
+
+Status = ReviewStatus.Status
+
+
+class ReviewForm(forms.Form):
+    """Set the review status of the branch ending at ``leaf_id``; the view fields say which page to return."""
+
+    leaf_id = forms.CharField(max_length=64)
+    status = forms.ChoiceField(choices=Status.choices)
+    filter = forms.ChoiceField(choices=FILTER_CHOICES, required=False)
+    q = forms.CharField(required=False, max_length=500, strip=False)
+    leafId = forms.CharField(required=False, max_length=64)  # noqa: N815 (the page's parameter name)
+    targetId = forms.CharField(required=False, max_length=64)  # noqa: N815
+    tab = forms.CharField(required=False, max_length=16)
+
+
+@require_POST
+@vary_on_headers("HX-Request")
+def set_review_status(request: HttpRequest, session_id: str) -> HttpResponse:
+    """Set a branch's review status (anyone who may see the session may), then show the control again with
+    the tree (htmx), or go back to the session page (no JavaScript)."""
+    session = session_or_404(request, session_id)
+    form = ReviewForm(request.POST)
+    if not form.is_valid():
+        raise BadRequest("malformed review form")
+    data = form.cleaned_data
+    try:
+        result = review_service.set_review_status(session, data["leaf_id"], data["status"], request.user)
+    except append.UnknownEntry:
+        raise Http404("no entry with this id in the session") from None
+    session.refresh_from_db()
+    state = PageState(
+        session=session,
+        mode=cast(FilterMode, data["filter"] or "default"),
+        query=data["q"],
+        leaf_id=data["leafId"] or session.leaf_id,
+        leaf_param=data["leafId"] or "",
+        target_id=data["targetId"] or None,
+        start=None,
+        end=None,
+        copy=copy_param(request),
+        tab="context" if data["tab"] == "context" else "",
+    )
+    if htmx_target(request) is None:
+        return HttpResponseRedirect(state.url())
+    tree = explorer.explorer_tree(session, state.leaf_id)
+    if state.leaf_id is not None and state.leaf_id not in tree.flat.by_id:
+        raise Http404("no entry with this id in the session")
+    if state.target_id is not None and state.target_id not in tree.flat.by_id:
+        raise Http404("no entry with this id in the session")
+    context = {**_detail_context(request, state, tree), "review_result": result}
+    control = render_to_string(STATUS_TEMPLATE + "#review-status", context, request)
+    # The tree too: its badges, and the mirror label appended below the session's leaf.
+    tree_html = render_to_string(DETAIL_TEMPLATE + "#tree", {**context, "oob": True}, request)
+    return HttpResponse(control + tree_html)
+
+
+# -- the Review page -----------------------------------------------------------------------------------------
+
+
+class ReviewPageForm(forms.Form):
+    """The Review page's query: one of my teams, and where each section's list goes on from."""
+
+    team = forms.IntegerField(min_value=1, required=False)
+    waiting = forms.IntegerField(min_value=0, required=False)
+    changes = forms.IntegerField(min_value=1, required=False)
+    mentions = forms.IntegerField(min_value=1, required=False)
+
+
+@dataclass(frozen=True)
+class BranchLink:
+    leaf_id: str
+    text: str
+    url: str | None
+    status: str = ""
+    grown: bool = False  # the branch went on after its status was set
+
+    @property
+    def status_label(self) -> str:
+        return str(Status(self.status).label) if self.status else ""
+
+
+@dataclass(frozen=True)
+class SessionBranches:
+    session: AgentSession
+    url: str | None
+    branches: list[BranchLink]
+    more: int
+
+
+@dataclass(frozen=True)
+class Mention:
+    comment: Comment
+    session: AgentSession
+    url: str | None
+    excerpt: str
+
+
+def _session_url(session: AgentSession, shared: set[str], **params: str) -> str | None:
+    query = {"copy": str(session.pk)} if session.session_id in shared else {}
+    query.update(params)
+    try:
+        base = reverse("treeview:session_detail", kwargs={"session_id": session.session_id})
+    except NoReverseMatch:
+        return None
+    return f"{base}?{urlencode(query)}" if query else base
+
+
+def _newest_first(sessions: QuerySet[AgentSession]) -> QuerySet[AgentSession]:
+    return sessions.order_by(F("last_timestamp").desc(nulls_last=True), "-id")
+
+
+def _scope(user: Any, team: Team | None) -> QuerySet[AgentSession]:
+    """The sessions the page may list: visible to ``user``, narrowed to those shared with ``team``."""
+    sessions = visible_sessions(user, AgentSession.objects.all())
+    if team is not None:
+        sessions = sessions.filter(visibility=AgentSession.Visibility.TEAMS, teams=team)
+    return sessions
+
+
+def _waiting_candidates(user: Any, team: Team | None) -> QuerySet[AgentSession]:
+    """Sessions others share with my teams or with everyone signed in (in single-user mode: every one)."""
+    sessions = _scope(user, team)
+    if not settings.ARBOR_SINGLE_USER:
+        mine = AgentSession.teams.through.objects.filter(team__memberships__user=user).values(
+            "agentsession_id"
+        )
+        sessions = sessions.filter(
+            Q(visibility=AgentSession.Visibility.SIGNED_IN)
+            | Q(visibility=AgentSession.Visibility.TEAMS, pk__in=mine)
+        ).exclude(owner=user)
+    return _newest_first(sessions)
+
+
+def _waiting(user: Any, team: Team | None, offset: int) -> tuple[list[SessionBranches], int | None]:
+    """Sessions with unreviewed branches from ``offset`` on, newest first, and where the next page starts
+    (``None``: no more). Bounded: a request looks at ``WAITING_SCAN`` sessions at most, and at sessions of
+    ``WAITING_ENTRIES`` entries in all (at least one): finding a session's branches reads its entries."""
+    candidates = (
+        _waiting_candidates(user, team)
+        .with_first_prompt()
+        .defer("header_raw", "prefix_raw", "title_slot_raw", "tail_raw", "pending_raw", "warnings")
+    )
+    found: list[SessionBranches] = []
+    position = offset
+    scanned = entries = 0
+    while len(found) < WAITING_SESSIONS and scanned < WAITING_SCAN and entries < WAITING_ENTRIES:
+        chunk = list(candidates[position : position + WAITING_CHUNK])
+        if not chunk:
+            return found, None
+        take = 0
+        while take < len(chunk) and (take == 0 or entries + chunk[take].entry_count <= WAITING_ENTRIES):
+            entries += chunk[take].entry_count
+            take += 1
+        chunk = chunk[:take]
+        leaves = review_service.session_leaves(chunk)
+        reviewed = set(
+            ReviewStatus.objects.filter(session__in=chunk, status__in=review_service.REVIEWED).values_list(
+                "session_id", "leaf_id"
+            )
+        )
+        shared = shared_ids((s.session_id for s in chunk), user)
+        for session in chunk:
+            position += 1
+            scanned += 1
+            open_leaves = [
+                leaf for leaf in leaves.get(session.pk, []) if (session.pk, leaf.entry_id) not in reviewed
+            ]
+            if not open_leaves:
+                continue
+            branches = [
+                BranchLink(leaf.entry_id, leaf.text, _session_url(session, shared, leafId=leaf.entry_id))
+                for leaf in open_leaves[:BRANCHES_PER_SESSION]
+            ]
+            found.append(
+                SessionBranches(
+                    session,
+                    _session_url(session, shared),
+                    branches,
+                    max(0, len(open_leaves) - BRANCHES_PER_SESSION),
+                )
+            )
+            if len(found) >= WAITING_SESSIONS:
+                break
+    more = position if candidates[position : position + 1].exists() else None
+    return found, more
+
+
+def _needs_changes(user: Any, team: Team | None, page: int) -> tuple[list[SessionBranches], bool]:
+    """Branches marked "needs changes" on my sessions (single-user mode: on every session), newest first."""
+    sessions = _scope(user, team)
+    if not settings.ARBOR_SINGLE_USER:
+        sessions = sessions.filter(owner=user)
+    grown = Entry.objects.filter(session=OuterRef("session"), parent_id=OuterRef("leaf_id")).exclude(
+        type="label"
+    )
+    rows = list(
+        ReviewStatus.objects.filter(status=Status.NEEDS_CHANGES, session__in=sessions)
+        .annotate(grown=Exists(grown))
+        .order_by("-updated_at", "-pk")[(page - 1) * SECTION_ROWS : page * SECTION_ROWS + 1]
+    )
+    more = len(rows) > SECTION_ROWS
+    rows = rows[:SECTION_ROWS]
+    by_pk = {
+        s.pk: s
+        for s in AgentSession.objects.filter(pk__in={r.session_id for r in rows})
+        .with_first_prompt()
+        .only("pk", "session_id", "title", "cwd", "last_timestamp")
+    }
+    texts = {
+        (pk, entry_id): text
+        for pk, entry_id, text in Entry.objects.filter(
+            session__in=list(by_pk), entry_id__in={r.leaf_id for r in rows}
+        ).values_list("session_id", "entry_id", "text")
+    }
+    shared = shared_ids((s.session_id for s in by_pk.values()), user)
+    groups: list[SessionBranches] = []
+    for row in rows:
+        session = by_pk[row.session_id]
+        link = BranchLink(
+            row.leaf_id,
+            texts.get((session.pk, row.leaf_id), ""),
+            _session_url(session, shared, leafId=row.leaf_id),
+            row.status,
+            bool(getattr(row, "grown", False)),
+        )
+        if groups and groups[-1].session.pk == session.pk:
+            groups[-1].branches.append(link)
+        else:
+            groups.append(SessionBranches(session, _session_url(session, shared), [link], 0))
+    return groups, more
+
+
+def _mentions(user: Any, team: Team | None, page: int) -> tuple[list[Mention], bool]:
+    """Comments that mention me, in open threads of sessions I may see, newest first."""
+    comments = (
+        Comment.objects.filter(mentions=user, deleted_at=None, session__in=_scope(user, team))
+        .filter(Q(parent=None, resolved_at=None) | Q(parent__isnull=False, parent__resolved_at=None))
+        .select_related("author")
+        .order_by("-created_at", "-pk")
+    )
+    rows = list(comments[(page - 1) * SECTION_ROWS : page * SECTION_ROWS + 1])
+    more = len(rows) > SECTION_ROWS
+    rows = rows[:SECTION_ROWS]
+    by_pk = {
+        s.pk: s
+        for s in AgentSession.objects.filter(pk__in={c.session_id for c in rows})
+        .with_first_prompt()
+        .only("pk", "session_id", "title")
+    }
+    shared = shared_ids((s.session_id for s in by_pk.values()), user)
+    mentions = []
+    for comment in rows:
+        session = by_pk[comment.session_id]
+        excerpt = " ".join(comment.body.split())
+        if len(excerpt) > 160:
+            excerpt = excerpt[:159].rstrip() + "…"
+        mentions.append(
+            Mention(comment, session, _session_url(session, shared, targetId=comment.entry_id), excerpt)
+        )
+    return mentions, more
+
+
+def _page_url(params: dict[str, Any], **changes: Any) -> str:
+    merged = {**params, **changes}
+    query = urlencode({k: v for k, v in merged.items() if v not in (None, "", 0)})
+    base = reverse("treeview:review")
+    return f"{base}?{query}" if query else base
+
+
+@require_safe
+@vary_on_headers("HX-Request")
+def review_page(request: HttpRequest) -> HttpResponse:
+    """What waits for the signed-in user: branches to review, changes asked on their sessions, mentions."""
+    form = ReviewPageForm(request.GET)
+    if not form.is_valid():
+        raise BadRequest("malformed review query")
+    data = form.cleaned_data
+    user = request.user
+    multi_user = not settings.ARBOR_SINGLE_USER
+    my_teams = list(Team.objects.filter(memberships__user=user).order_by("name")) if multi_user else []
+    team = None
+    if data["team"] is not None:
+        team = next((t for t in my_teams if t.pk == data["team"]), None)
+        if team is None:
+            raise Http404("not one of your teams")
+    waiting, waiting_next = _waiting(user, team, data["waiting"] or 0)
+    changes_page = data["changes"] or 1
+    changes, changes_more = _needs_changes(user, team, changes_page)
+    mentions_page = data["mentions"] or 1
+    mentions, mentions_more = _mentions(user, team, mentions_page) if multi_user else ([], False)
+    params = {"team": team.pk if team else None}
+    context = {
+        "multi_user": multi_user,
+        "sees_everything": sees_everything(user),
+        "teams": my_teams,
+        "team": team,
+        "waiting": waiting,
+        "waiting_offset": data["waiting"] or 0,
+        "waiting_more_url": _page_url(params, waiting=waiting_next) if waiting_next is not None else None,
+        "waiting_first_url": _page_url(params) if data["waiting"] else None,
+        "changes": changes,
+        "changes_more_url": _page_url(params, changes=changes_page + 1) if changes_more else None,
+        "changes_first_url": _page_url(params) if changes_page > 1 else None,
+        "mentions": mentions,
+        "mentions_more_url": _page_url(params, mentions=mentions_page + 1) if mentions_more else None,
+        "mentions_first_url": _page_url(params) if mentions_page > 1 else None,
+    }
+    target = htmx_target(request)
+    template = REVIEW_TEMPLATE + "#review-lists" if target == "review-lists" else REVIEW_TEMPLATE
+    return TemplateResponse(request, template, context)

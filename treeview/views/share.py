@@ -1,0 +1,393 @@
+"""Share links: the form with its redaction preview, the public read-only branch and its downloads, and the
+Shared links page (revoke, and the site-wide switch for superusers)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from functools import wraps
+from typing import Any
+
+from csp.decorators import csp
+from django import forms
+from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.http import content_disposition_header, urlencode
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from treeview.access import sees_everything, visible_sessions
+from treeview.models import AgentSession, ShareLink
+from treeview.redaction import Hit, mask_for
+from treeview.render import build_tool_call_map, render_entry
+from treeview.render.transcript import transcript
+from treeview.services import share
+from treeview.session.jsonl import dumps, loads
+from treeview.session.selector import FILTER_MODES
+from treeview.views.common import htmx_target, session_or_404
+
+CREATE_TEMPLATE = "treeview/share_create.html"
+PUBLIC_TEMPLATE = "treeview/share_view.html"
+LINKS_TEMPLATE = "treeview/shared_links.html"
+NDJSON = "application/x-ndjson"
+#: Entries of a shared branch drawn on its page at most (the downloads hold them all).
+SHARE_PAGE = 500
+#: Characters of context shown on each side of a hit in the preview.
+CONTEXT_CHARS = 60
+
+EXPIRY_CHOICES = [
+    ("1h", "1 hour", timedelta(hours=1)),
+    ("1d", "1 day", timedelta(days=1)),
+    ("7d", "7 days", timedelta(days=7)),
+    ("30d", "30 days", timedelta(days=30)),
+    ("90d", "90 days", timedelta(days=90)),
+]
+EXPIRIES = {key: delta for key, _, delta in EXPIRY_CHOICES}
+
+# Share pages show session content to anyone holding the link: nothing runs, nothing is framed or posted.
+PUBLIC_CSP = {
+    "default-src": ["'none'"],
+    "style-src": ["'self'"],
+    "img-src": ["'self'", "data:"],
+    "script-src": ["'none'"],
+    "base-uri": ["'none'"],
+    "form-action": ["'none'"],
+    "frame-ancestors": ["'none'"],
+}
+
+
+# -- forms -------------------------------------------------------------------------------------------------
+
+
+class BranchForm(forms.Form):
+    """Which branch the form shares: the session page's deep-link parameters."""
+
+    leafId = forms.CharField(required=False, max_length=64)  # noqa: N815 (the session page's names)
+    targetId = forms.CharField(required=False, max_length=64)  # noqa: N815
+    filter = forms.ChoiceField(choices=[(m, m) for m in FILTER_MODES], required=False)
+    q = forms.CharField(required=False, max_length=share.QUERY_MAX, strip=False)
+
+
+class ShareForm(forms.Form):
+    expires = forms.ChoiceField(
+        choices=[(key, label) for key, label, _ in EXPIRY_CHOICES], initial="7d", label="Expires after"
+    )
+    max_views = forms.IntegerField(
+        required=False, min_value=1, max_value=1_000_000, label="View limit", help_text="empty: no limit"
+    )
+    follows = forms.ChoiceField(
+        choices=[
+            ("frozen", "frozen at this moment"),
+            ("follows", "follows new entries below this branch"),
+        ],
+        initial="frozen",
+        widget=forms.RadioSelect,
+        label="Content",
+    )
+    note = forms.CharField(
+        required=False, max_length=share.NOTE_MAX, widget=forms.Textarea(attrs={"rows": 2})
+    )
+    unmask = forms.MultipleChoiceField(required=False, choices=[], widget=forms.CheckboxSelectMultiple)
+
+    def __init__(self, *args: Any, hit_ids: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["unmask"].choices = [(hit_id, hit_id) for hit_id in hit_ids]
+
+
+# -- creating a link ---------------------------------------------------------------------------------------
+
+
+def _branch(request: HttpRequest, session: AgentSession, data: Any) -> tuple[str, str, str, str]:
+    """(leaf, target, filter, search) from the query: unknown entries are a 404; a target off the leaf's
+    branch shares the branch to the target (what the session page shows for it)."""
+    form = BranchForm(data)
+    if not form.is_valid():
+        raise Http404("malformed branch")
+    leaf = form.cleaned_data["leafId"] or session.leaf_id or ""
+    target = form.cleaned_data["targetId"] or ""
+    if not leaf:
+        raise Http404("the session has no entries")
+    path = share.branch_path(session, leaf)
+    if not path:
+        raise Http404("no entry with this id in the session")
+    if target and target not in path:
+        if not share.branch_path(session, target):
+            raise Http404("no entry with this id in the session")
+        leaf = target
+    return leaf, target, form.cleaned_data["filter"] or "default", form.cleaned_data["q"]
+
+
+def _hit_views(entries: list[share.BranchEntry], hits: list[Hit]) -> list[dict[str, Any]]:
+    """The preview's hits grouped by entry, each with a little context and its mask."""
+    titles = {item.entry_id: render_entry(item.entry).title for item in entries}
+    groups: dict[str, dict[str, Any]] = {}
+    seen: set[str] = set()
+    for hit in hits:
+        if hit.id in seen:
+            continue  # the same secret again in the same entry: one hit id, one checkbox
+        seen.add(hit.id)
+        group = groups.setdefault(
+            hit.entry_id, {"entry_id": hit.entry_id, "title": titles.get(hit.entry_id), "hits": []}
+        )
+        group["hits"].append(
+            {
+                "hit": hit,
+                "before": hit.before[-CONTEXT_CHARS:],
+                "after": hit.after[:CONTEXT_CHARS],
+                "mask": mask_for(hit),
+            }
+        )
+    return list(groups.values())
+
+
+def _no_store(response: HttpResponse) -> HttpResponse:
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+def share_create(request: HttpRequest, session_id: str) -> HttpResponse:
+    """The share form for one branch, with the redaction preview; POST makes the link and shows it once."""
+    session = session_or_404(request, session_id)
+    leaf, target, mode, query = _branch(
+        request, session, request.POST if request.method == "POST" else request.GET
+    )
+    entries, hits = share.preview(request.user, session, leaf)
+    hit_ids = [hit.id for hit in hits]
+    enabled = share.sharing_enabled()
+    form = ShareForm(request.POST if request.method == "POST" else None, hit_ids=hit_ids)
+    context: dict[str, Any] = {
+        "session": session,
+        "leaf_id": leaf,
+        "target_id": target,
+        "mode": mode,
+        "query": query,
+        "entry_count": len(entries),
+        "groups": _hit_views(entries, hits),
+        "hit_count": len(hits),
+        "enabled": enabled,
+        "form": form,
+        "error": None,
+        "link_url": None,
+        "copy_query": f"?copy={session.pk}",
+        "session_url": reverse("treeview:session_detail", kwargs={"session_id": session.session_id})
+        + "?"
+        + urlencode({"copy": session.pk, "leafId": leaf}),
+    }
+    status = 200
+    if request.method == "POST":
+        if not form.is_valid():
+            status = 400
+        else:
+            data = form.cleaned_data
+            try:
+                link, token = share.create_link(
+                    request.user,
+                    session,
+                    leaf_id=leaf,
+                    target_id=target,
+                    filter_mode=mode,
+                    query=query,
+                    expires_in=EXPIRIES[data["expires"]],
+                    max_views=data["max_views"],
+                    follows=data["follows"] == "follows",
+                    note=data["note"],
+                    unmasked=data["unmask"],
+                )
+            except share.ShareError as error:
+                context["error"] = str(error)
+                status = 400
+            else:
+                context["link"] = link
+                context["link_url"] = request.build_absolute_uri(
+                    reverse("treeview:share_view", kwargs={"token": token})
+                )
+    return _no_store(TemplateResponse(request, CREATE_TEMPLATE, context, status=status))
+
+
+# -- the public view ---------------------------------------------------------------------------------------
+
+
+def public(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A page anyone holding a link may open: no login, not indexed, never cached, no referrer, strict CSP."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = view(request, *args, **kwargs)
+        response["X-Robots-Tag"] = "noindex, nofollow"
+        response["Referrer-Policy"] = "no-referrer"
+        response["Cache-Control"] = "no-store"
+        return response
+
+    return login_not_required(require_GET(csp(PUBLIC_CSP)(wrapped)))
+
+
+def _refused(request: HttpRequest, refusal: share.ShareRefused) -> HttpResponse:
+    return TemplateResponse(request, PUBLIC_TEMPLATE, {"refusal": refusal}, status=refusal.status)
+
+
+def _open(token: str) -> ShareLink:
+    """The link, with this view counted. Raises ``ShareRefused``."""
+    return share.count_view(share.resolve(token))
+
+
+def _title(link: ShareLink) -> str:
+    session = AgentSession.objects.with_first_prompt().get(pk=link.session_id)
+    return str(share.redact_value(link, {"title": session.display_title}).get("title", ""))
+
+
+@public
+def share_view(request: HttpRequest, token: str) -> HttpResponse:
+    """The shared branch, read-only: its entries (redacted) under the link's filter and search, the target
+    highlighted; nothing that leads to the rest of the session."""
+    try:
+        link = _open(token)
+    except share.ShareRefused as refusal:
+        return _refused(request, refusal)
+    redacted = share.redacted_branch(link)
+    entries = [item.entry for item in redacted]
+    shown = set(share.visible_ids(entries, link.filter_mode, link.query))
+    tool_calls = build_tool_call_map(entries)
+    views = [
+        (item.entry_id, render_entry(item.entry, tool_calls)) for item in redacted if item.entry_id in shown
+    ]
+    total = len(views)
+    # A bounded page: the last SHARE_PAGE entries, or those around the target.
+    ids = [entry_id for entry_id, _ in views]
+    stop = total
+    if link.target_id in ids:
+        stop = min(total, max(ids.index(link.target_id) + SHARE_PAGE // 2, SHARE_PAGE))
+    start = max(0, stop - SHARE_PAGE)
+    context = {
+        "link": link,
+        "title": _title(link),
+        "shared_by": link.created_by.get_username() if link.created_by else "",
+        "items": views[start:stop],
+        "start": start,
+        "stop": stop,
+        "shown": total,
+        "branch_length": len(entries),
+        "filtered": link.filter_mode != "default" or bool(link.query),
+        "redaction_count": sum(1 for item in redacted if item.changed),
+        "jsonl_url": reverse("treeview:share_jsonl", kwargs={"token": token}),
+        "md_url": reverse("treeview:share_markdown", kwargs={"token": token}),
+    }
+    return TemplateResponse(request, PUBLIC_TEMPLATE, context)
+
+
+def _file_stem(link: ShareLink) -> str:
+    return f"shared-branch-{link.lookup}"
+
+
+@public
+def share_jsonl(request: HttpRequest, token: str) -> HttpResponse:
+    """The shared branch as a session file: the session's header (redacted), then the branch's entries; a
+    line redaction left alone is the stored line byte for byte."""
+    try:
+        link = _open(token)
+    except share.ShareRefused as refusal:
+        return _refused(request, refusal)
+    header_raw = link.session.header_raw
+    try:
+        header = loads(header_raw)
+    except ValueError:
+        header = None
+    if isinstance(header, dict):
+        redacted_header = share.redact_value(link, header)
+        if redacted_header != header:
+            header_raw = dumps(redacted_header)
+    lines = [header_raw] + [item.raw for item in share.redacted_branch(link)]
+    text = "".join(line + "\n" for line in lines)
+    response = HttpResponse(text.encode("utf-8", errors="surrogatepass"), content_type=NDJSON)
+    response["Content-Disposition"] = content_disposition_header(True, _file_stem(link) + ".jsonl")
+    return response
+
+
+@public
+def share_markdown(request: HttpRequest, token: str) -> HttpResponse:
+    """The shared branch as a readable Markdown transcript (redacted)."""
+    try:
+        link = _open(token)
+    except share.ShareRefused as refusal:
+        return _refused(request, refusal)
+    entries = [item.entry for item in share.redacted_branch(link)]
+    text = transcript(entries, title=_title(link), note=link.note)
+    response = HttpResponse(
+        text.encode("utf-8", errors="surrogatepass"), content_type="text/markdown; charset=utf-8"
+    )
+    response["Content-Disposition"] = content_disposition_header(True, _file_stem(link) + ".md")
+    return response
+
+
+# -- the Shared links page ---------------------------------------------------------------------------------
+
+
+def _links_context(request: HttpRequest) -> dict[str, Any]:
+    user = request.user
+    links = list(share.links_for(user))
+    # Titles (a first prompt, maybe) only of the sessions the user still sees.
+    visible = visible_sessions(
+        user, AgentSession.objects.with_first_prompt().filter(pk__in={link.session_id for link in links})
+    )
+    titles = {session.pk: session.display_title for session in visible}
+    return {
+        "rows": [
+            {
+                "link": link,
+                "title": titles.get(link.session_id),
+                "state": share.link_state(link),
+                "can_revoke": share.may_revoke(user, link),
+            }
+            for link in links
+        ],
+        "all_links": sees_everything(user),
+        "may_switch": sees_everything(user),
+        "enabled": share.sharing_enabled(),
+    }
+
+
+def _links_response(request: HttpRequest) -> HttpResponse:
+    if htmx_target(request) is not None:
+        return TemplateResponse(request, LINKS_TEMPLATE + "#shared-links", _links_context(request))
+    return HttpResponseRedirect(reverse("treeview:shared_links"))
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def shared_links(request: HttpRequest) -> HttpResponse:
+    """My links (superusers: everyone's, with who shared): branch, note, dates, views, state; revoke."""
+    template = LINKS_TEMPLATE + "#shared-links" if htmx_target(request) is not None else LINKS_TEMPLATE
+    return _no_store(TemplateResponse(request, template, _links_context(request)))
+
+
+@require_POST
+@vary_on_headers("HX-Request")
+def revoke_link(request: HttpRequest, pk: int) -> HttpResponse:
+    """Revoke a link (its creator, a manager of its session, a superuser); anyone else gets a 404."""
+    link = get_object_or_404(ShareLink.objects.select_related("session"), pk=pk)
+    try:
+        share.revoke(request.user, link)
+    except PermissionError:
+        raise Http404("no such link") from None
+    return _links_response(request)
+
+
+class SwitchForm(forms.Form):
+    public_sharing = forms.BooleanField(required=False)
+
+
+@require_POST
+@vary_on_headers("HX-Request")
+def sharing_switch(request: HttpRequest) -> HttpResponse:
+    """Superusers: turn public sharing on or off for the whole site."""
+    if not sees_everything(request.user):
+        raise PermissionDenied("only superusers turn sharing on or off")
+    form = SwitchForm(request.POST)
+    if not form.is_valid():
+        raise PermissionDenied("malformed form")
+    share.set_sharing(form.cleaned_data["public_sharing"])
+    return _links_response(request)
