@@ -35,7 +35,7 @@ import math
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from detect_secrets.filters.heuristic import is_sequential_string, is_templated_secret
 from detect_secrets.plugins import keyword as ds_keyword
@@ -587,12 +587,9 @@ class Redactor:
     """Finds secrets in entry objects and produces masked copies. Safe to share between threads."""
 
     def __init__(self, team_strings: Sequence[str] = ()) -> None:
-        seen: set[str] = set()
-        self.team_strings: tuple[str, ...] = tuple(
-            t
-            for t in sorted((t for t in team_strings if isinstance(t, str)), key=len, reverse=True)
-            if len(t.strip()) >= MIN_TEAM_STRING and not (t in seen or seen.add(t))  # type: ignore[func-returns-value]
-        )
+        unique = {t for t in team_strings if isinstance(t, str) and len(t.strip()) >= MIN_TEAM_STRING}
+        # longest first, so a team string containing another is masked whole
+        self.team_strings: tuple[str, ...] = tuple(sorted(unique, key=lambda t: (-len(t), t)))
 
     # -- public ----------------------------------------------------------------------------------------------
 
@@ -640,7 +637,7 @@ class Redactor:
             for hit in leftovers:
                 s = s.replace(hit.secret, mask_for(hit))
             parent[key] = s
-        return out  # type: ignore[return-value]
+        return out
 
     # -- detection on one string -----------------------------------------------------------------------------
 
@@ -952,9 +949,9 @@ def drop_opaque(entry: Mapping[str, Any]) -> dict[str, Any]:
     raw ``signature``, and empties the ``data`` of redacted-thinking blocks (the block stays, so content
     indexes and the entry's shape are unchanged). Everything else, including id/parentId/type, is copied.
     """
-    root = _shell(entry)
-    if root is entry:
-        return root  # type: ignore[no-any-return]
+    root: Any = _shell(entry)
+    if root is entry:  # not a container (hostile input): nothing to copy
+        return cast(dict[str, Any], root)
     memo: dict[int, Any] = {id(entry): root}
     stack: list[tuple[Any, Any]] = [(entry, root)]
     while stack:
