@@ -624,3 +624,32 @@ def test_the_transcript_has_a_section_per_message_and_fenced_tools() -> None:
     )
     assert "## Tool result: bash\n\n```\na.py\n```" in text
     assert '"x"' not in text
+
+
+# -- a long branch: only a page of it is read and drawn -------------------------------------------------------
+
+
+def test_the_share_page_draws_a_window_of_the_branch_around_the_target(
+    sw: ShareWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from treeview.views import share as share_views
+
+    monkeypatch.setattr(share_views, "SHARE_PAGE", 2)
+    read: list[list[str]] = []
+    load = share.load_entries
+
+    def counting(link: ShareLink, ids: Any) -> Any:
+        read.append(list(ids))
+        return load(link, ids)
+
+    monkeypatch.setattr(share, "load_entries", counting)
+    _, token = make_link(sw, target_id="m3")
+    page = body(Client().get(share_url(token)))
+    assert "Branch A: now add a health check." in page  # the target, m3
+    assert "Using the token" in page and "Branch A: added /healthz." not in page  # m2 shown, m4 not
+    assert "Entries 2–3 of 4 are shown here" in page
+    # Read: the window (m2, m3) and the entry before it (m1, where a tool result's call would be).
+    assert read == [["m1", "m2", "m3"]]
+    # The download still holds the whole branch.
+    download = body(Client().get(share_url(token, "branch.jsonl")))
+    assert all(f'"id":"m{n}"' in download for n in (1, 2, 3, 4))

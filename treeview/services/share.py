@@ -13,7 +13,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,12 +23,12 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from treeview import explorer
 from treeview.access import can_manage, can_view
 from treeview.models import AgentSession, ShareLink, SiteSettings, TeamSecret
 from treeview.redaction import Hit, Redactor, redaction_record
 from treeview.session.jsonl import dumps, loads
-from treeview.session.selector import FILTER_MODES, filter_nodes
-from treeview.session.selector_tree import flatten_tree
+from treeview.session.selector import FILTER_MODES
 
 __all__ = [
     "DEFAULT_EXPIRY",
@@ -37,18 +37,22 @@ __all__ = [
     "BranchEntry",
     "ShareError",
     "ShareRefused",
-    "branch_entries",
     "branch_path",
     "count_view",
     "create_link",
     "hash_token",
+    "link_path",
     "link_state",
-    "redacted_branch",
+    "load_entries",
+    "preview",
+    "redact_entries",
+    "redacted_batches",
     "redactor_for",
     "resolve",
     "revoke",
     "scan_branch",
     "sharing_enabled",
+    "shown_ids",
 ]
 
 DEFAULT_EXPIRY = timedelta(days=7)
@@ -172,19 +176,50 @@ def _load(session: AgentSession, ids: Sequence[str], below_seq: int | None) -> l
     return [found[i] for i in ids if i in found]
 
 
-def branch_entries(link: ShareLink) -> list[BranchEntry]:
-    """What a link shows, root first. Frozen: the path root → ``leaf_id`` as it was (rows stored before the
-    link). Following: the path to the session's current leaf when that leaf descends from ``leaf_id``, else
-    the path to ``leaf_id``."""
+def link_path(link: ShareLink) -> tuple[str, list[str]]:
+    """The leaf a link shows now and the ids root → it, from the session's cached explorer tree (no entry is
+    read): frozen, the link's leaf; following, the session's current leaf when it descends from it."""
     session = link.session
-    if not link.follows:
-        return _load(session, branch_path(session, link.leaf_id, link.frozen_seq), link.frozen_seq)
-    path: list[str] = []
-    if session.leaf_id:
-        path = branch_path(session, session.leaf_id)
-    if link.leaf_id not in path:
-        path = branch_path(session, link.leaf_id)
-    return _load(session, path, None)
+    stored = explorer.explorer_tree(session, session.leaf_id)
+    leaf = link.leaf_id
+    if link.follows and session.leaf_id and leaf in set(stored.path_ids(session.leaf_id)):
+        leaf = session.leaf_id
+    if leaf not in stored.flat.by_id:
+        return leaf, []
+    return leaf, stored.path_ids(leaf)
+
+
+def shown_ids(link: ShareLink, leaf: str, path: Sequence[str]) -> list[str]:
+    """The ids of ``path`` (root → ``leaf``) the tree selector shows under the link's filter and search, from
+    the explorer's tree drawn for ``leaf`` (cached, its flags computed at import: no entry is parsed)."""
+    mode = link.filter_mode if link.filter_mode in FILTER_MODES else "default"
+    tree = explorer.explorer_tree(link.session, leaf)
+    on_path = set(path)
+    visible = tree.visible(mode, link.query)  # type: ignore[arg-type]
+    return [i for n in visible.nodes if (i := n.node.entry.get("id")) in on_path]
+
+
+def load_entries(link: ShareLink, ids: Sequence[str]) -> list[BranchEntry]:
+    """These entries of the link's session, in the order given (frozen: only those stored before the link)."""
+    return _load(link.session, ids, None if link.follows else link.frozen_seq)
+
+
+def redact_entries(link: ShareLink, entries: Iterable[BranchEntry]) -> Iterator[RedactedEntry]:
+    """``entries`` as the link serves them: each hit not in ``link.unmasked`` masked, opaque payloads dropped
+    (entries that arrived after a following link was made included)."""
+    redactor = redactor_for(link.created_by, link.session)
+    unmasked = set(link.unmasked or ())
+    for item in entries:
+        redacted = redactor.redact(item.entry, redactor.scan(item.entry), unmasked)
+        changed = redacted != item.entry
+        yield RedactedEntry(item.entry_id, redacted, dumps(redacted) if changed else item.raw, changed)
+
+
+def redacted_batches(link: ShareLink, batch: int = 500) -> Iterator[list[RedactedEntry]]:
+    """The link's whole branch, redacted, a batch of entries at a time (downloads stream it)."""
+    _, path = link_path(link)
+    for start in range(0, len(path), batch):
+        yield list(redact_entries(link, load_entries(link, path[start : start + batch])))
 
 
 # -- redaction ---------------------------------------------------------------------------------------------
@@ -213,6 +248,21 @@ def scan_branch(redactor: Redactor, entries: Iterable[BranchEntry]) -> list[Hit]
     return hits
 
 
+# The preview's scan, kept for the link made right after it from the same state (a large branch takes
+# seconds to scan): per session state (its key, next_seq, entry_count), leaf and the team strings in force.
+_scans: explorer.LruCache[tuple[Any, ...], list[Hit]] = explorer.LruCache(8)
+
+
+def _branch_hits(user: Any, session: AgentSession, leaf_id: str, entries: Sequence[BranchEntry]) -> list[Hit]:
+    strings = team_strings(user, session)
+    key = (explorer.session_key(session), session.next_seq, session.entry_count, leaf_id, tuple(strings))
+    hits = _scans.get(key)
+    if hits is None:
+        hits = scan_branch(Redactor(strings), entries)
+        _scans.put(key, hits)
+    return hits
+
+
 @dataclass(frozen=True, slots=True)
 class RedactedEntry:
     """An entry as a link serves it: ``raw`` is the stored line when redaction changed nothing (byte-exact),
@@ -222,23 +272,6 @@ class RedactedEntry:
     entry: dict[str, Any]
     raw: str
     changed: bool
-
-
-def redacted_branch(link: ShareLink, entries: Sequence[BranchEntry] | None = None) -> list[RedactedEntry]:
-    """The link's branch with every hit not in ``link.unmasked`` masked and opaque payloads dropped (entries
-    that arrived after a following link was made included)."""
-    entries = branch_entries(link) if entries is None else entries
-    redactor = redactor_for(link.created_by, link.session)
-    unmasked = set(link.unmasked or ())
-    result: list[RedactedEntry] = []
-    for item in entries:
-        hits = redactor.scan(item.entry)
-        redacted = redactor.redact(item.entry, hits, unmasked)
-        changed = redacted != item.entry
-        result.append(
-            RedactedEntry(item.entry_id, redacted, dumps(redacted) if changed else item.raw, changed)
-        )
-    return result
 
 
 def redact_value(link: ShareLink, value: dict[str, Any]) -> dict[str, Any]:
@@ -293,7 +326,7 @@ def create_link(
         if target_id and target_id not in path:
             raise ShareError("The highlighted entry is not on the shared branch.")
         entries = _load(locked, path, frozen_seq)
-        hits = scan_branch(redactor_for(user, locked), entries)
+        hits = _branch_hits(user, locked, leaf_id, entries)
         hit_ids = {hit.id for hit in hits}
         unknown = set(unmasked) - hit_ids
         if unknown:
@@ -411,42 +444,11 @@ def links_for(user: Any) -> Any:
     return links.filter(created_by=user)
 
 
-# -- filter and search over a shared branch ----------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _ChainNode:
-    """A branch entry as the selector's tree node (a branch is a chain: each node has the next as child)."""
-
-    entry: dict[str, Any]
-    children: list[_ChainNode]
-    label: str | None
-
-
-def visible_ids(entries: Sequence[dict[str, Any]], filter_mode: str, query: str) -> list[str]:
-    """The ids of the branch ``entries`` (root first, as served) the tree selector shows under a filter mode
-    and search; labels are those the branch's own label entries set."""
-    labels: dict[str, str] = {}
-    for entry in entries:
-        if entry.get("type") == "label" and isinstance(entry.get("targetId"), str):
-            text = entry.get("label")
-            if isinstance(text, str) and text:
-                labels[entry["targetId"]] = text
-            else:
-                labels.pop(entry["targetId"], None)
-    nodes = [_ChainNode(entry, [], labels.get(str(entry.get("id")))) for entry in entries]
-    for parent, child in zip(nodes, nodes[1:], strict=False):
-        parent.children.append(child)
-    if not nodes:
-        return []
-    leaf = nodes[-1].entry.get("id")
-    flat = flatten_tree([nodes[0]], leaf if isinstance(leaf, str) else None, nodes)
-    mode = filter_mode if filter_mode in FILTER_MODES else "default"
-    return [str(node.entry.get("id")) for node in filter_nodes(flat, mode, query)]  # type: ignore[arg-type]
+# -- the share form ----------------------------------------------------------------------------------------
 
 
 def preview(user: Any, session: AgentSession, leaf_id: str) -> tuple[list[BranchEntry], list[Hit]]:
     """The branch root → ``leaf_id`` as it is now, and every redaction hit in it (for the share form)."""
     path = branch_path(session, leaf_id)
     entries = _load(session, path, None)
-    return entries, scan_branch(redactor_for(user, session), entries)
+    return entries, _branch_hits(user, session, leaf_id, entries)

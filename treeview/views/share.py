@@ -3,7 +3,7 @@ Shared links page (revoke, and the site-wide switch for superusers)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from functools import wraps
 from typing import Any
@@ -12,7 +12,7 @@ from csp.decorators import csp
 from django import forms
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -248,35 +248,44 @@ def share_view(request: HttpRequest, token: str) -> HttpResponse:
         link = _open(token)
     except share.ShareRefused as refusal:
         return _refused(request, refusal)
-    redacted = share.redacted_branch(link)
-    entries = [item.entry for item in redacted]
-    shown = set(share.visible_ids(entries, link.filter_mode, link.query))
-    tool_calls = build_tool_call_map(entries)
-    views = [
-        (item.entry_id, render_entry(item.entry, tool_calls)) for item in redacted if item.entry_id in shown
-    ]
-    total = len(views)
-    # A bounded page: the last SHARE_PAGE entries, or those around the target.
-    ids = [entry_id for entry_id, _ in views]
+    # Only the page's entries are read, scanned and drawn: a branch can hold 100,000 entries.
+    leaf, path = share.link_path(link)
+    shown = share.shown_ids(link, leaf, path)
+    total = len(shown)
     stop = total
-    if link.target_id in ids:
-        stop = min(total, max(ids.index(link.target_id) + SHARE_PAGE // 2, SHARE_PAGE))
+    if link.target_id in shown:
+        stop = min(total, max(shown.index(link.target_id) + SHARE_PAGE // 2, SHARE_PAGE))
     start = max(0, stop - SHARE_PAGE)
+    window = shown[start:stop]
+    redacted = list(share.redact_entries(link, share.load_entries(link, _with_calls(link, path, window))))
+    tool_calls = build_tool_call_map([item.entry for item in redacted])
+    on_page = set(window)
+    views = [
+        (item.entry_id, render_entry(item.entry, tool_calls)) for item in redacted if item.entry_id in on_page
+    ]
     context = {
         "link": link,
         "title": _title(link),
         "shared_by": link.created_by.get_username() if link.created_by else "",
-        "items": views[start:stop],
+        "items": views,
         "start": start,
         "stop": stop,
         "shown": total,
-        "branch_length": len(entries),
+        "branch_length": len(path),
         "filtered": link.filter_mode != "default" or bool(link.query),
         "redaction_count": sum(1 for item in redacted if item.changed),
         "jsonl_url": reverse("treeview:share_jsonl", kwargs={"token": token}),
         "md_url": reverse("treeview:share_markdown", kwargs={"token": token}),
     }
     return TemplateResponse(request, PUBLIC_TEMPLATE, context)
+
+
+def _with_calls(link: ShareLink, path: list[str], window: list[str]) -> list[str]:
+    """The window's ids, plus the path entry before each (where a tool result's call is), in path order."""
+    index = {entry_id: i for i, entry_id in enumerate(path)}
+    wanted = {i for entry_id in window if (i := index.get(entry_id)) is not None}
+    wanted |= {i - 1 for i in wanted if i > 0}
+    return [path[i] for i in sorted(wanted)]
 
 
 def _file_stem(link: ShareLink) -> str:
@@ -300,9 +309,14 @@ def share_jsonl(request: HttpRequest, token: str) -> HttpResponse:
         redacted_header = share.redact_value(link, header)
         if redacted_header != header:
             header_raw = dumps(redacted_header)
-    lines = [header_raw] + [item.raw for item in share.redacted_branch(link)]
-    text = "".join(line + "\n" for line in lines)
-    response = HttpResponse(text.encode("utf-8", errors="surrogatepass"), content_type=NDJSON)
+
+    def lines() -> Iterator[bytes]:
+        yield (header_raw + "\n").encode("utf-8", errors="surrogatepass")
+        for batch in share.redacted_batches(link):
+            yield "".join(item.raw + "\n" for item in batch).encode("utf-8", errors="surrogatepass")
+
+    # Streamed a batch at a time: the whole branch is never held in memory.
+    response = StreamingHttpResponse(lines(), content_type=NDJSON)
     response["Content-Disposition"] = content_disposition_header(True, _file_stem(link) + ".jsonl")
     return response
 
@@ -314,7 +328,7 @@ def share_markdown(request: HttpRequest, token: str) -> HttpResponse:
         link = _open(token)
     except share.ShareRefused as refusal:
         return _refused(request, refusal)
-    entries = [item.entry for item in share.redacted_branch(link)]
+    entries = [item.entry for batch in share.redacted_batches(link) for item in batch]
     text = transcript(entries, title=_title(link), note=link.note)
     response = HttpResponse(
         text.encode("utf-8", errors="surrogatepass"), content_type="text/markdown; charset=utf-8"
