@@ -626,7 +626,7 @@ def test_the_transcript_has_a_section_per_message_and_fenced_tools() -> None:
     assert '"x"' not in text
 
 
-# -- a long branch: only a page of it is read and drawn -------------------------------------------------------
+# -- a long branch: only a page of it is read and drawn ----------------------------------------------------
 
 
 def test_the_share_page_draws_a_window_of_the_branch_around_the_target(
