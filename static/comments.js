@@ -112,7 +112,7 @@ document.addEventListener("click", (event) => {
 // After the panel is swapped in: the selected entry's tree row shows its new counts.
 document.addEventListener("htmx:afterSwap", () => {
   const section = panel();
-  const entryId = section?.dataset.entryId;
+  const entryId = section?.dataset.commentsEntry;
   if (!section || !entryId) {
     return;
   }
