@@ -653,3 +653,14 @@ def test_the_share_page_draws_a_window_of_the_branch_around_the_target(
     # The download still holds the whole branch.
     download = body(Client().get(share_url(token, "branch.jsonl")))
     assert all(f'"id":"m{n}"' in download for n in (1, 2, 3, 4))
+
+
+def test_a_long_output_on_a_share_page_points_to_the_downloads_not_into_the_session(sw: ShareWorld) -> None:
+    long = sw.world.long
+    _, token = share.create_link(sw.users["owner"], long, leaf_id=long.leaf_id)
+    page = body(Client().get(share_url(token)))
+    assert "lines (" in page and "; the downloads hold all of it" in page
+    assert "/block/" not in page and "show all" not in page
+    # The session page keeps its "show all" link to the whole output.
+    own = body(sw.client("owner").get(f"/s/{long.session_id}/?targetId=t1"))
+    assert "show all</a>" in own and "/entry/t1/block/" in own
