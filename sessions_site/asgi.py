@@ -22,7 +22,9 @@ from treeview.routing import websocket_urlpatterns  # noqa: E402
 resolve("/")
 lexer_for_filename("warm.py")
 
-http_application = ASGIStaticFilesHandler(django_asgi_app) if settings.ARBOR_SERVE_STATIC else django_asgi_app
+# Django's static handler only while DEBUG is on; the production profile has WhiteNoise (settings.py).
+serve_static = settings.ARBOR_SERVE_STATIC and settings.DEBUG
+http_application = ASGIStaticFilesHandler(django_asgi_app) if serve_static else django_asgi_app
 
 application = ProtocolTypeRouter(
     {
