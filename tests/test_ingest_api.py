@@ -515,3 +515,76 @@ def test_someone_elses_upload_of_the_same_name_is_their_own(alice: User) -> None
     mine = AgentSession.objects.get(owner=alice)
     assert export_text(mine).encode() == data[:400]
     assert AgentSession.objects.get(owner=bob).visibility == "private"
+
+
+# -- live pages --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_push_reaches_open_list_and_session_pages(settings: Any, tmp_path: Path) -> None:
+    from asgiref.sync import sync_to_async
+    from channels.routing import URLRouter
+    from channels.testing import WebsocketCommunicator
+
+    from treeview.routing import websocket_urlpatterns
+
+    application = URLRouter(websocket_urlpatterns)
+    alice = await sync_to_async(User.objects.create_user)("alice", password="pw")
+    token = (await sync_to_async(create_token)(alice))[1]
+    data = FIXTURE.read_bytes()
+    cut = data.index(b"\n", len(data) // 2) + 1
+    client = Client()
+    key = (await sync_to_async(_state)(client, token)).json()["source"]
+    listing = WebsocketCommunicator(application, "/ws/sessions/")
+    listing.scope["user"] = alice
+    assert (await listing.connect(timeout=5))[0]
+
+    await sync_to_async(_append)(client, token, key, 0, data[:cut])
+
+    assert await listing.receive_json_from(timeout=10) == {"type": "changed"}
+    page = WebsocketCommunicator(application, f"/ws/s/{SID}/")
+    page.scope["user"] = alice
+    assert (await page.connect(timeout=5))[0]
+    await sync_to_async(_append)(client, token, key, cut, data[cut:])
+    changed = await page.receive_json_from(timeout=10)
+    assert changed["type"] == "changed" and changed["reason"] == "grown"
+    assert changed["leaf"] == (await sync_to_async(lambda: _session().leaf_id)())
+    await listing.disconnect()
+    await page.disconnect()
+
+
+async def test_a_body_declared_too_large_is_refused_before_it_is_read(settings: Any) -> None:
+    from treeview.ingest.asgi import BodyLimit
+
+    settings.ARBOR_INGEST_MAX_REQUEST_MB = 1
+    reached: list[str] = []
+    sent: list[dict[str, Any]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["path"])
+
+    async def receive() -> dict[str, Any]:
+        raise AssertionError("the body must not be read")
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    big = {"type": "http", "path": "/api/v1/sources/k/append", "headers": [(b"content-length", b"999999999")]}
+    await BodyLimit(app)(big, receive, send)
+    assert sent[0]["status"] == 413 and orjson.loads(sent[1]["body"])["error"] == "request_too_large"
+    assert reached == []
+    small = {**big, "headers": [(b"content-length", b"100")]}
+    await BodyLimit(app)(small, receive, send)
+    page = {"type": "http", "path": "/upload/", "headers": [(b"content-length", b"999999999")]}
+    await BodyLimit(app)(page, receive, send)
+    assert reached == ["/api/v1/sources/k/append", "/upload/"]
+
+
+def test_the_tokens_pages_need_a_signed_in_user() -> None:
+    from treeview.ingest.urls import token_patterns
+
+    assert {p.name for p in token_patterns} == {"tokens", "token_revoke", "push_defaults"}
+    anonymous = Client()
+    for url in ("/accounts/tokens/", "/accounts/tokens/1/revoke/", "/accounts/tokens/defaults/"):
+        response = anonymous.post(url) if url != "/accounts/tokens/" else anonymous.get(url)
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"], url
