@@ -10,12 +10,12 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.urls import resolve  # noqa: E402
 
 from treeview.ingest.asgi import BodyLimit  # noqa: E402
+from treeview.origin import SameOriginValidator  # noqa: E402
 from treeview.render.highlight import lexer_for_filename  # noqa: E402
 from treeview.routing import websocket_urlpatterns  # noqa: E402
 
@@ -32,7 +32,7 @@ http_application = BodyLimit(http_application)
 application = ProtocolTypeRouter(
     {
         "http": http_application,
-        # Only pages of an allowed host may open a socket (a foreign site cannot drive navigation).
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # Only this site's own pages (scheme, host, port) may open a socket: nothing else drives navigation.
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

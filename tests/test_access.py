@@ -18,6 +18,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from tests.reference import DATA, import_fixture
+from tests.sockets import signed_in_socket
 from tests.test_entry_block import _session_with_long_output
 from treeview import access
 from treeview.models import AgentSession, Comment, Membership, ReviewStatus, ShareLink, SiteSettings, Team
@@ -490,13 +491,12 @@ def test_multi_user_mode_redirects_every_page_to_login(world: World) -> None:
 
 # -- the websocket -----------------------------------------------------------------------------------------
 
-application = URLRouter(websocket_urlpatterns)
+# Every socket below goes through the real stack (origin check, cookie session, AuthMiddlewareStack), as a
+# browser's does: the consumer sees the middleware's lazy user, not a model instance a test put in the scope.
 
 
 async def _connect(user: Any, path: str = f"/ws/s/{SID}/") -> tuple[bool, Any]:
-    communicator = WebsocketCommunicator(application, path)
-    if user is not None:
-        communicator.scope["user"] = user
+    communicator = await signed_in_socket(path, None if isinstance(user, AnonymousUser) else user)
     ok, code = await communicator.connect(timeout=5)
     if ok:
         await communicator.send_json_to({"type": "ping"})
@@ -527,16 +527,69 @@ async def test_the_socket_without_a_scope_user_is_refused_unless_single_user(
     tmp_path: Path, settings: Any
 ) -> None:
     await sync_to_async(_world)(tmp_path)
-    ok, code = await _connect(None)
+    bare = URLRouter(websocket_urlpatterns)  # no middleware at all: no user in the scope
+    for single_user in (False, True):
+        settings.ARBOR_SINGLE_USER = single_user
+        communicator = WebsocketCommunicator(bare, f"/ws/s/{SID}/")
+        ok, code = await communicator.connect(timeout=5)
+        assert ok == single_user, code
+        if ok:
+            await communicator.disconnect()
+    settings.ARBOR_SINGLE_USER = False
+    ok, code = await _connect(AnonymousUser())  # the real stack without a session cookie
     assert not ok and code == 4403
-    settings.ARBOR_SINGLE_USER = True
-    ok, code = await _connect(None)
-    assert ok, code
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("role", ["member", "owner", "superuser"])
+async def test_a_signed_in_user_navigates_over_the_real_stack(tmp_path: Path, role: str) -> None:
+    world = await sync_to_async(_world)(tmp_path)
+    socket = await _open(world.users[role])
+    await socket.send_json_to({"type": "start", "target": "b2000006", "summarize": False})
+    message = await socket.receive_json_from(timeout=5)
+    while message["type"] == "progress":
+        message = await socket.receive_json_from(timeout=5)
+    assert message["type"] == "done", message
+    assert message["leafId"] == "b2000006"
+    assert (await sync_to_async(AgentSession.objects.get)(pk=world.session.pk)).leaf_id == "b2000006"
+    await socket.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_access_change_keeps_the_sockets_of_those_who_still_see_the_session(tmp_path: Path) -> None:
+    world = await sync_to_async(_world)(tmp_path)
+    roles = ("member", "team_admin", "owner", "superuser")
+    sockets = {role: await _open(world.users[role]) for role in roles}
+    # Shared with everyone signed in: nobody loses access, every socket hears "access" and stays open.
+    await sync_to_async(set_visibility)(world.session, "signed_in", [])
+    for role, socket in sockets.items():
+        changed = await socket.receive_json_from(timeout=5)
+        assert changed["type"] == "changed" and changed["reason"] == "access", role
+        await socket.send_json_to({"type": "ping"})
+        assert await socket.receive_json_from(timeout=5) == {"type": "pong"}, role
+    # Removed from the team: the member's socket hears "access" (signed_in still admits them) and stays.
+    await sync_to_async(Membership.objects.filter(user=world.users["member"]).delete)()
+    for socket in sockets.values():
+        await socket.send_json_to({"type": "ping"})
+        message = await socket.receive_json_from(timeout=5)
+        if message["type"] == "changed":
+            message = await socket.receive_json_from(timeout=5)
+        assert message == {"type": "pong"}
+        await socket.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_deactivated_user_loses_the_socket_at_the_next_navigation(tmp_path: Path) -> None:
+    world = await sync_to_async(_world)(tmp_path)
+    member = await _open(world.users["member"])
+    await sync_to_async(User.objects.filter(pk=world.users["member"].pk).update)(is_active=False)
+    await member.send_json_to({"type": "start", "target": "b2000006", "summarize": False})
+    assert await member.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+    assert (await sync_to_async(AgentSession.objects.get)(pk=world.session.pk)).leaf_id != "b2000006"
 
 
 async def _open(user: Any) -> Any:
-    communicator = WebsocketCommunicator(application, f"/ws/s/{SID}/")
-    communicator.scope["user"] = user
+    communicator = await signed_in_socket(f"/ws/s/{SID}/", user)
     ok, code = await communicator.connect(timeout=5)
     assert ok, code
     return communicator

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser import BROWSER_MARKS, TIMEOUT_MS, live_server
+from tests.browser import BROWSER_MARKS, TIMEOUT_MS, live_server, sign_in
 from tests.llm_server import LlmServer
 from tests.reference import DATA
 
@@ -231,3 +231,37 @@ def test_the_session_list_offers_a_refresh_when_a_session_changes(server: str, p
     expect(notice).to_be_visible()
     notice.get_by_role("link", name="show them").click()
     expect(notice).to_be_hidden()
+
+
+SIGNED_IN_SETUP = (
+    "from django.contrib.auth.models import User; "
+    "from treeview.models import AgentSession; "
+    "alice = User.objects.create_user('alice', password='alice-pw-1234'); "
+    "AgentSession.objects.update(owner=alice, visibility='private')"
+)
+
+
+def test_a_signed_in_owner_navigates_with_a_summary(tmp_path: Path, page: Page, llm: LlmServer) -> None:
+    """Multi-user mode: the socket's user comes from the cookie session (AuthMiddlewareStack's lazy user)."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    shutil.copyfile(DATA / "handmade" / FIXTURE, sessions / FIXTURE)
+    llm.delay, llm.mode, llm.tokens = 0.0, "normal", TOKENS
+    env = {
+        "ARBOR_SINGLE_USER": "0",
+        "ARBOR_LLM_PROVIDER": "openai",
+        "ARBOR_LLM_BASE_URL": llm.base_url,
+        "ARBOR_LLM_MODEL": "local-test-model",
+    }
+    with live_server(tmp_path, sessions, setup=SIGNED_IN_SETUP, **env) as base:
+        sign_in(page, base, "alice", "alice-pw-1234")
+        open_page(page, base, "?filter=all")
+        open_navigator_on(page, FIRST_BRANCH_END)
+        page.get_by_role("button", name="Summarize", exact=True).click()
+        expect(page.locator("#navigator")).to_be_hidden(timeout=TIMEOUT_MS)
+        expect(page.locator("#live-status")).to_contain_text("summary of the abandoned branch was added")
+        summary_id = page.locator("#tree .tree-row.leaf").get_attribute("data-entry-id")
+        assert summary_id and summary_id != FIRST_BRANCH_END
+        assert stored_leaf(page, base) == summary_id
+        log = (tmp_path / "daphne.log").read_text()
+        assert "Traceback" not in log, log

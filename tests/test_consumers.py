@@ -14,15 +14,15 @@ import orjson
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import channel_layers
-from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
 from django.test import override_settings
 
 from tests.llm_server import LlmServer
 from tests.reference import import_fixture
+from tests.sockets import signed_in_socket
 from treeview.extensions import reset_hook_runner
 from treeview.models import AgentSession, Entry
-from treeview.routing import websocket_urlpatterns
 from treeview.services import append
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,12 +33,25 @@ SID = "0196b4f0-6c2e-7a31-9f0e-3c5d2a1b4e77"
 FIRST_BRANCH_END = "b2000006"
 TIMEOUT = 5
 
-application = URLRouter(websocket_urlpatterns)
+
+@pytest.fixture(autouse=True)
+def _multi_user(settings: Any) -> None:
+    # Signed in through the real stack (cookie session, AuthMiddlewareStack), not single-user mode.
+    settings.ARBOR_SINGLE_USER = False
 
 
 @pytest.fixture
 def session(tmp_path: Path) -> AgentSession:
     return import_fixture(tmp_path, FIXTURE)
+
+
+def _admin() -> User:
+    return User.objects.get_or_create(username="admin", defaults={"is_superuser": True})[0]
+
+
+async def open_socket(path: str = f"/ws/s/{SID}/") -> WebsocketCommunicator:
+    """A socket on the real ASGI stack, signed in as a superuser."""
+    return await signed_in_socket(path, await sync_to_async(_admin)())
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +63,7 @@ def _fresh_hooks() -> Iterator[None]:
 
 @contextlib.asynccontextmanager
 async def connected(path: str = f"/ws/s/{SID}/") -> AsyncIterator[WebsocketCommunicator]:
-    communicator = WebsocketCommunicator(application, path)
+    communicator = await open_socket(path)
     ok, code = await communicator.connect(timeout=TIMEOUT)
     assert ok, code
     try:
@@ -88,14 +101,14 @@ async def astate(session: AgentSession) -> tuple[str | None, int]:
 
 
 async def test_unknown_session_is_refused_with_4404() -> None:
-    communicator = WebsocketCommunicator(application, "/ws/s/no-such-session/")
+    communicator = await open_socket("/ws/s/no-such-session/")
     ok, code = await communicator.connect(timeout=TIMEOUT)
     assert not ok
     assert code == 4404
 
 
 async def test_copy_parameter_must_name_a_copy_of_that_session(session: AgentSession) -> None:
-    communicator = WebsocketCommunicator(application, f"/ws/s/{SID}/?copy={session.pk + 1000}")
+    communicator = await open_socket(f"/ws/s/{SID}/?copy={session.pk + 1000}")
     ok, code = await communicator.connect(timeout=TIMEOUT)
     assert (ok, code) == (False, 4404)
     async with connected(f"/ws/s/{SID}/?copy={session.pk}") as communicator:
@@ -231,7 +244,7 @@ async def test_cancel_mid_stream_writes_nothing_and_leaves_the_leaf(session: Age
 async def test_closing_the_socket_mid_stream_cancels_the_job(session: AgentSession) -> None:
     before = await astate(session)
     with model("openai", tokens=["slow "] * 200, delay=0.05) as llm:
-        communicator = WebsocketCommunicator(application, f"/ws/s/{SID}/")
+        communicator = await open_socket(f"/ws/s/{SID}/")
         await communicator.connect(timeout=TIMEOUT)
         await communicator.send_json_to({"type": "start", "target": FIRST_BRANCH_END, "summarize": True})
         while "delta" not in await receive(communicator):
@@ -443,7 +456,7 @@ async def test_the_example_extension_keeps_a_labeled_leaf(session: AgentSession)
 
 
 async def test_the_session_list_hears_that_a_session_changed_but_not_which(session: AgentSession) -> None:
-    communicator = WebsocketCommunicator(application, "/ws/sessions/")
+    communicator = await open_socket("/ws/sessions/")
     ok, _ = await communicator.connect(timeout=TIMEOUT)
     assert ok
     await sync_to_async(append.set_label)(session, "b2000003", "seen from the list")
@@ -452,7 +465,11 @@ async def test_the_session_list_hears_that_a_session_changed_but_not_which(sessi
 
 
 async def test_the_session_list_socket_needs_a_signed_in_user_outside_single_user_mode() -> None:
-    with override_settings(ARBOR_SINGLE_USER=False):
-        communicator = WebsocketCommunicator(application, "/ws/sessions/")
-        ok, code = await communicator.connect(timeout=TIMEOUT)
+    communicator = await signed_in_socket("/ws/sessions/")  # no session cookie
+    ok, code = await communicator.connect(timeout=TIMEOUT)
     assert (ok, code) == (False, 4403)
+    with override_settings(ARBOR_SINGLE_USER=True):
+        communicator = await signed_in_socket("/ws/sessions/")
+        ok, code = await communicator.connect(timeout=TIMEOUT)
+        assert ok, code
+        await communicator.disconnect()

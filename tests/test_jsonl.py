@@ -21,6 +21,7 @@ from treeview.session.jsonl import (
     parse_session_bytes,
     parse_session_text,
 )
+from treeview.session.jsonl import _write_deep as write_deep
 
 
 @pytest.mark.parametrize(
@@ -87,6 +88,39 @@ def test_serialize_parse_serialize_is_stable(value: Any) -> None:
     text = dumps(value)
     assert dumps(loads(text)) == text
     assert json.loads(text, parse_int=_js_int) == _js_view(value)
+
+
+@settings(max_examples=300)
+@given(json_values)
+def test_the_stack_writer_for_deep_values_writes_what_the_recursive_one_does(value: Any) -> None:
+    out: list[str] = []
+    write_deep(value, out)
+    assert "".join(out) == dumps(value)
+
+
+def _nested(depth: int) -> str:
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+@pytest.mark.parametrize("depth", [1_000, 1_024])
+def test_a_value_nested_as_deep_as_the_parser_accepts_serializes_back(depth: int) -> None:
+    text = _nested(depth)
+    assert dumps(loads(text)) == text
+
+
+@pytest.mark.parametrize("depth", [1_025, 2_000, 100_000])
+def test_a_line_nested_deeper_than_the_parser_accepts_is_skipped_with_a_warning(depth: int) -> None:
+    deep = '{"type":"custom","id":"x2","parentId":"x1","data":' + _nested(depth) + "}"
+    glued = deep + '{"type":"custom","id":"x3","parentId":"x1"}'
+    text = f'{{"a":1}}\n{deep}\n{{"b":2}}\n{glued}\n{{"c":3}}\n'
+    values, warnings = parse_jsonl(text)
+    assert values == [{"a": 1}, {"b": 2}, {"c": 3}]
+    assert [(w.line, w.message) for w in warnings] == [
+        (2, "nested more than 1,024 levels deep, skipped"),
+        (4, "nested more than 1,024 levels deep, skipped"),  # the whole line: its glued object too
+    ]
+    with pytest.raises(ValueError, match="nested more than"):
+        loads(deep)
 
 
 def _js_int(text: str) -> float:

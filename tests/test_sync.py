@@ -326,3 +326,26 @@ def test_the_list_shows_the_link_warnings(tmp_path: Path, client) -> None:
     html = client.get("/").content.decode()
 
     assert "duplicate id &#x27;a1&#x27;: the later entry replaces the earlier one" in html
+
+
+def test_a_line_nested_too_deep_is_skipped_and_the_file_keeps_syncing(tmp_path: Path) -> None:
+    header = '{"type":"session","version":3,"id":"deep","timestamp":"2026-05-01T10:00:00.000Z","cwd":"/w"}'
+    deep = '{"type":"custom","id":"d1","parentId":"u1","data":' + "[" * 2000 + "]" * 2000 + "}"
+    nearly = '{"type":"custom","id":"d2","parentId":"u1","data":' + "[" * 1000 + "]" * 1000 + "}"
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join([header, entry_line("u1", None), deep, nearly, entry_line("u2", "d2")]) + "\n")
+    result = sync_file(path)
+    assert result.status == "new", result.error
+    assert [w["line"] for w in result.warnings] == [3]
+    assert "nested more than 1,024 levels deep" in result.warnings[0]["message"]
+    session = result.session
+    assert [e.entry_id for e in session.entries.order_by("seq")] == ["u1", "d2", "u2"]
+    # The agent goes on writing: the file grows and syncs, the deep line stays skipped, nothing is lost.
+    with path.open("a") as handle:
+        handle.write(entry_line("u3", "u2", ts="2026-05-01T12:00:00.000Z") + "\n")
+    grown = sync_file(path)
+    assert grown.status == "grown", grown.error
+    assert grown.entries_added == 1
+    assert export_text(AgentSession.objects.get(pk=session.pk)).encode() == path.read_bytes()
+    # A branch through the 1,000-deep entry is written exactly (the serializer does not run out of stack).
+    assert nearly in export_branch(AgentSession.objects.get(pk=session.pk), "u3")[1]

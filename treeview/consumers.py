@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, urlencode
 import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
@@ -58,14 +59,21 @@ def _allowed_session(user: Any, session_id: str, copy: str | None) -> tuple[Agen
     return session, CLOSE_FORBIDDEN
 
 
+def _stored_user(user: Any) -> Any:
+    """The scope's user as stored now (deactivated, demoted, deleted since the socket opened). The scope holds
+    whatever the middleware put there (under ``AuthMiddlewareStack`` a lazy wrapper, not a model instance), so
+    the user model comes from the settings, never from the object."""
+    if not user.is_authenticated:
+        return AnonymousUser()
+    return get_user_model().objects.filter(pk=user.pk).first() or AnonymousUser()
+
+
 def _may_still_view(user: Any, session_pk: int) -> bool:
     """``can_view`` against the stored session and the stored user (deactivated, or removed from a team)."""
     session = AgentSession.objects.filter(pk=session_pk).first()
     if session is None:
         return False
-    if user.is_authenticated:
-        user = type(user).objects.filter(pk=user.pk).first() or AnonymousUser()
-    return can_view(user, session)
+    return can_view(_stored_user(user), session)
 
 
 class BadMessage(ValueError):

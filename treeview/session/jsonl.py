@@ -118,6 +118,86 @@ def _escape(text: str) -> str:
     return encoded
 
 
+class _Text:
+    """Already-serialized text on the writer's stack (separators, keys, scalars, closing brackets)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _scalar(value: Any) -> str | None:
+    """The JSON text of a scalar, or None for a container."""
+    if isinstance(value, str):
+        return _escape(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int | float):
+        return format_number(value)
+    if isinstance(value, dict | list | tuple):
+        return None
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _write_deep(value: Any, out: list[str]) -> None:
+    # An explicit stack instead of recursion, for values nested as deep as the parser accepts (orjson: 1,024
+    # levels), which exhaust Python's stack in _write. Scalars are written where they stand; only containers
+    # wait. A third slower than _write, so only used when _write runs out of stack.
+    stack: list[Any] = [value]
+    while stack:
+        value = stack.pop()
+        if type(value) is _Text:
+            out.append(value.text)
+            continue
+        text = _scalar(value)
+        if text is not None:
+            out.append(text)
+            continue
+        pending: list[Any] = []
+        written: list[str] = []
+        if isinstance(value, dict):
+            written.append("{")
+            first = True
+            for key, item in value.items():
+                if item is UNDEFINED or callable(item):
+                    continue
+                if not first:
+                    written.append(",")
+                first = False
+                written.append(_escape(str(key)))
+                written.append(":")
+                text = _scalar(item)
+                if text is None:
+                    pending.append(_Text("".join(written)))
+                    pending.append(item)
+                    written.clear()
+                else:
+                    written.append(text)
+            written.append("}")
+        else:
+            written.append("[")
+            for index, item in enumerate(value):
+                if index:
+                    written.append(",")
+                # Inside arrays JSON.stringify writes undefined as null.
+                text = "null" if item is UNDEFINED else _scalar(item)
+                if text is None:
+                    pending.append(_Text("".join(written)))
+                    pending.append(item)
+                    written.clear()
+                else:
+                    written.append(text)
+            written.append("]")
+        pending.append(_Text("".join(written)))
+        pending.reverse()
+        stack.extend(pending)
+
+
 def _write(value: Any, out: list[str]) -> None:
     if isinstance(value, str):
         out.append(_escape(value))
@@ -160,7 +240,11 @@ def _write(value: Any, out: list[str]) -> None:
 def dumps(value: Any) -> str:
     """Serialize ``value`` exactly as JavaScript's ``JSON.stringify(value)`` would."""
     out: list[str] = []
-    _write(value, out)
+    try:
+        _write(value, out)
+    except RecursionError:
+        out.clear()
+        _write_deep(value, out)
     return "".join(out)
 
 
@@ -172,10 +256,15 @@ def loads(text: str | bytes) -> Any:
     """
     try:
         return orjson.loads(text)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as error:
+        if _too_deep(error):
+            raise ValueError(TOO_DEEP) from None
         if isinstance(text, bytes):
             text = text.decode("utf-8", errors="replace")
-        return json.loads(text)
+        try:
+            return json.loads(text)
+        except RecursionError:
+            raise ValueError(TOO_DEEP) from None
 
 
 @dataclass(slots=True)
@@ -271,6 +360,16 @@ def is_title_slot(value: Any) -> bool:
 _decoder = json.JSONDecoder()
 _WS = " \t\r\n"
 
+#: orjson refuses values nested deeper than this; the standard library's decoder would exhaust Python's stack
+#: on them, so such a line is skipped (no agent writes one: it is damage or an attack).
+MAX_DEPTH = 1024
+TOO_DEEP = f"nested more than {MAX_DEPTH:,} levels deep, skipped"
+
+
+def _too_deep(error: orjson.JSONDecodeError) -> bool:
+    message = str(error).lower()
+    return "depth limit" in message or "recursion" in message
+
 
 def _split_glued(text: str) -> tuple[list[tuple[Any, int, int]], str]:
     """Decode consecutive JSON values of one line: (value, start, end) spans and the undecodable rest."""
@@ -284,7 +383,7 @@ def _split_glued(text: str) -> tuple[list[tuple[Any, int, int]], str]:
             break
         try:
             value, stop = _decoder.raw_decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):
             return values, text[pos:]
         values.append((value, pos, stop))
         pos = stop
@@ -384,7 +483,10 @@ def _parse_line(
     objects: list[tuple[Any, int, int]]
     try:
         objects = [(orjson.loads(line), start, stop)]
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as error:
+        if _too_deep(error):
+            warnings.append(ParseWarning(number, TOO_DEEP))
+            return []
         if not line.strip():
             warnings.append(ParseWarning(number, "blank line skipped"))
             return []
