@@ -9,6 +9,7 @@ file reads only what is new (and the first block again: omp rewrites its title s
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -56,7 +57,9 @@ class _Known:
     inode: int
     slot_length: int
     body: BodyHash
-    first_block: bytes = b""
+    #: What the server answered last: the file's key, the length it holds (this file up to there), the slot.
+    state: SourceState | None = None
+    slot_sha256: str = ""
 
 
 @dataclass
@@ -91,8 +94,18 @@ class Pusher:
             head = read_head(handle)
             if head is None:
                 return FileResult(path, "waiting", reason="no complete session header yet")
-            state = self.api.source(self.machine, str(path), head.session_id)
             known = self._known(path, stat, head.slot_length, handle)
+            last = known.state
+            if last is not None and size >= last.length and head.slot_sha256 == known.slot_sha256:
+                # Following a file this process pushed, which only grew since: no need to ask first (a server
+                # that lost bytes meanwhile answers 409, and the next try asks).
+                if size == last.length:
+                    return FileResult(path, "unchanged", url=last.session_url)
+                known.state = None
+                sent, added = self._send(handle, last, last.length, size, rewrite=False)
+                self._remember(known, last, head.slot_sha256, size, handle)
+                return FileResult(path, "sent", sent, added, url=last.session_url)
+            state = self.api.source(self.machine, str(path), head.session_id)
             same = (
                 state.length > 0
                 and size >= state.length
@@ -107,15 +120,23 @@ class Pusher:
                     sent += len(head.slot)
                     added += int(answer.get("entries_added", 0))
                 if size == state.length and not sent:
+                    self._remember(known, state, head.slot_sha256, size, handle)
                     return FileResult(path, "unchanged", url=state.session_url)
                 sent_now, added_now = self._send(handle, state, state.length, size, rewrite=False)
             elif state.length == 0:
                 sent_now, added_now = self._send(handle, state, 0, size, rewrite=False)
             else:
                 sent_now, added_now = self._send(handle, state, 0, size, rewrite=True)
-            # What the server holds now is this file up to size: keep its block hashes for next time.
-            known.body.digest(handle, size)
+            self._remember(known, state, head.slot_sha256, size, handle)
             return FileResult(path, "sent", sent + sent_now, added + added_now, url=state.session_url)
+
+    @staticmethod
+    def _remember(known: _Known, state: SourceState, slot_sha256: str, size: int, handle: object) -> None:
+        """The server holds this file up to ``size`` now: keep its block hashes and that state."""
+        assert hasattr(handle, "seek") and hasattr(handle, "read")
+        known.body.digest(handle, size)
+        known.state = dataclasses.replace(state, length=size)
+        known.slot_sha256 = slot_sha256
 
     def _known(self, path: Path, stat: os.stat_result, slot_length: int, handle: object) -> _Known:
         known = self.known.get(path)
