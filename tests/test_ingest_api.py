@@ -588,3 +588,40 @@ def test_the_tokens_pages_need_a_signed_in_user() -> None:
     for url in ("/accounts/tokens/", "/accounts/tokens/1/revoke/", "/accounts/tokens/defaults/"):
         response = anonymous.post(url) if url != "/accounts/tokens/" else anonymous.get(url)
         assert response.status_code == 302 and "/accounts/login/" in response["Location"], url
+
+
+def test_chunks_with_more_to_come_are_imported_at_the_last_one(token: str) -> None:
+    data = FIXTURE.read_bytes()
+    third = len(data) // 3
+    client = Client()
+    key = _state(client, token).json()["source"]
+
+    def chunk(offset: int, end: int, more: bool) -> Any:
+        suffix = "&more=1" if more else ""
+        return client.post(
+            f"/api/v1/sources/{key}/append?offset={offset}{suffix}",
+            data[offset:end],
+            content_type="application/octet-stream",
+            headers=_auth(token),
+        ).json()
+
+    first = chunk(0, third, True)
+    assert first["session"] is None and first["imported"] is False and first["length"] == third
+    second = chunk(third, 2 * third, True)
+    assert second["session"] is None and not AgentSession.objects.exists()
+    # The client stopped here; its next push finds the bytes stored and sends the rest (or nothing).
+    last = chunk(2 * third, len(data), False)
+    assert last["imported"] is True and last["status"] == "new"
+    assert export_text(_session()).encode() == data
+    # An empty last chunk imports what a stopped push left stored.
+    other = _state(client, token, path="/home/a/other.jsonl").json()["source"]
+    _append(client, token, other, 0, b"")
+    client.post(
+        f"/api/v1/sources/{other}/append?offset=0&more=1",
+        data,
+        content_type="application/octet-stream",
+        headers=_auth(token),
+    )
+    assert AgentSession.objects.count() == 1
+    done = _append(client, token, other, len(data), b"").json()
+    assert done["status"] == "new" and AgentSession.objects.count() == 2

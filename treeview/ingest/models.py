@@ -55,6 +55,7 @@ class IngestSource(models.Model):
     )
     file = models.TextField(help_text="where the bytes are kept on the server")
     length = models.BigIntegerField(default=0, help_text="bytes stored; the file may hold more after a crash")
+    imported = models.BigIntegerField(default=0, help_text="bytes of the file the session was imported from")
     slot_length = models.PositiveIntegerField(default=0, help_text="bytes of the title slot line")
     blocks = models.JSONField(default=list, blank=True, help_text="sha256 of each full block of the body")
     staged = models.BigIntegerField(default=0, help_text="bytes of a whole-file rewrite received so far")

@@ -148,6 +148,7 @@ def describe(source: IngestSource) -> dict[str, Any]:
         "slot": {"length": source.slot_length, "sha256": slot_sha},
         "body_sha256": body_sha,
         "rewrite": {"received": source.staged, "total": source.staged_total},
+        "imported": source.imported == source.length,
         "session": session,
         "limits": limits(),
     }
@@ -244,6 +245,7 @@ def _import(source: IngestSource, owner: Any) -> SyncResult | None:
     if result.status == "new" and team is not None:
         session.teams.set([team])
     source.session = session
+    source.imported = source.length
     return result
 
 
@@ -271,8 +273,11 @@ def _rehash(source: IngestSource) -> None:
     source.blocks = body.blocks
 
 
-def append(owner: Any, key: str, offset: int, body: IO[bytes], limit: int) -> Pushed:
-    """Store the bytes sent for ``offset`` of the pushed file and import what is new."""
+def append(owner: Any, key: str, offset: int, body: IO[bytes], limit: int, *, more: bool = False) -> Pushed:
+    """Store the bytes sent for ``offset`` of the pushed file and import what is new. ``more``: further
+    chunks follow at once (a first push of a large file), so the import waits for the last one and reads
+    them all in one go; a client that stops before the last leaves them stored, and its next push (or an
+    empty last chunk) imports them."""
     data = _read_body(body, limit)
     with transaction.atomic():
         source = _locked(owner, key)
@@ -288,6 +293,7 @@ def append(owner: Any, key: str, offset: int, body: IO[bytes], limit: int) -> Pu
                 _head_checked(source)
             _rehash(source)
             source.bytes_stored += len(new)
+        if not more and source.length and source.imported != source.length:
             result = _import(source, owner)
         source.pushed_at = timezone.now()
         source.save()
@@ -420,6 +426,7 @@ def import_upload(name: str, chunks: Iterable[bytes], owner: Any) -> SyncResult:
             if result.status == "new" and team is not None:
                 result.session.teams.set([team])
             source.session = result.session
+            source.imported = source.length
             source.pushed_at = timezone.now()
             source.save()
         return result

@@ -48,6 +48,7 @@ class SourceState:
     max_request: int
     session_url: str | None
     entries: int
+    imported: bool = True
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SourceState:
@@ -61,13 +62,14 @@ class SourceState:
             max_request=int(data["limits"]["max_request_bytes"]),
             session_url=session.get("url"),
             entries=int(session.get("entries", 0)),
+            imported=bool(data.get("imported", True)),
         )
 
 
 class Api:
     """One server, one token. ``sent`` counts the bytes of file content sent (retries included)."""
 
-    def __init__(self, server: str, token: str, *, timeout: float = 120.0) -> None:
+    def __init__(self, server: str, token: str, *, timeout: float = 600.0) -> None:
         self.base = server.rstrip("/") + "/api/v1/"
         self.client = httpx.Client(
             headers={"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT},
@@ -126,8 +128,9 @@ class Api:
                 time.sleep(0.5 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    def append(self, key: str, offset: int, data: bytes) -> dict[str, Any]:
-        return self._bytes("POST", f"sources/{key}/append", data, {"offset": offset})
+    def append(self, key: str, offset: int, data: bytes, *, more: bool = False) -> dict[str, Any]:
+        params = {"offset": offset, "more": 1} if more else {"offset": offset}
+        return self._bytes("POST", f"sources/{key}/append", data, params)
 
     def put_slot(self, key: str, data: bytes) -> dict[str, Any]:
         return self._bytes("PUT", f"sources/{key}/slot", data, {})

@@ -21,8 +21,8 @@ from treeview.session.prefix import BLOCK, BodyHash, read_head
 
 __all__ = ["FileResult", "Pusher", "find_files"]
 
-#: Largest chunk sent in one request (the server's limit may be lower).
-CHUNK = 16 * 1024 * 1024
+#: Largest chunk sent in one request (the server's limit may be lower): a few of them in memory at once.
+CHUNK = 8 * 1024 * 1024
 #: 409s (someone else pushed the same file meanwhile) survived before giving up on a file.
 CONFLICTS = 4
 
@@ -120,6 +120,13 @@ class Pusher:
                     sent += len(head.slot)
                     added += int(answer.get("entries_added", 0))
                 if size == state.length and not sent:
+                    if not state.imported:
+                        # Stored by a push that stopped before its last chunk: ask for the import.
+                        answer = self.api.append(state.key, state.length, b"")
+                        self._remember(known, state, head.slot_sha256, size, handle)
+                        return FileResult(
+                            path, "sent", 0, int(answer.get("entries_added", 0)), url=state.session_url
+                        )
                     self._remember(known, state, head.slot_sha256, size, handle)
                     return FileResult(path, "unchanged", url=state.session_url)
                 sent_now, added_now = self._send(handle, state, state.length, size, rewrite=False)
@@ -175,7 +182,8 @@ class Pusher:
             if rewrite:
                 answer = self.api.rewrite(state.key, offset, end, data)
             else:
-                answer = self.api.append(state.key, offset, data)
+                # The import waits for the last chunk (one read of them all on the server).
+                answer = self.api.append(state.key, offset, data, more=offset + len(data) < end)
             offset += len(data)
             sent += len(data)
             added += int(answer.get("entries_added", 0))

@@ -142,7 +142,8 @@ def sources(request: HttpRequest, token: ApiToken) -> HttpResponse:
 @api_view("POST")
 def append(request: HttpRequest, token: ApiToken, key: str) -> HttpResponse:
     offset = _int(request, "offset")
-    return _pushed(services.append(token.user, key, offset, request, _request_limit()))
+    more = request.GET.get("more") == "1"
+    return _pushed(services.append(token.user, key, offset, request, _request_limit(), more=more))
 
 
 @api_view("PUT")
