@@ -153,7 +153,7 @@ def live(
     root: Path, *, workers: int = 1, users: tuple[str, ...] = ("alice",), **extra: str
 ) -> Iterator[Server]:
     """A migrated server under ``root`` with ``users`` (password "pw"), served by ``workers`` daphnes."""
-    env = server_env(root, ARBOR_SINGLE_USER="0", **extra)
+    env = server_env(root, **{"ARBOR_SINGLE_USER": "0", **extra})
     server = Server(root, env, [free_port() for _ in range(workers)])
     server.manage("migrate", "-v", "0")
     creates = "; ".join(f"User.objects.create_user({name!r}, password='pw')" for name in users)

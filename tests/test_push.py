@@ -213,6 +213,10 @@ class _LosingProxy:
         except OSError:
             pass
         for sock in (source, target):
+            # shutdown, not only close: it ends the connection at once, even while the other pump thread is
+            # still blocked reading the same socket (the client then sees the answer lost, not a long wait).
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(OSError):
                 sock.close()
 
