@@ -167,13 +167,13 @@ def database_config(*, base_dir: Path, environ: Mapping[str, str] | None = None)
     }
 
 
-def channel_layers_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """In-memory channel layer (one process) unless ARBOR_REDIS_URL (or REDIS_URL) names a Redis server."""
+def redis_url(environ: Mapping[str, str] | None = None) -> str | None:
+    """ARBOR_REDIS_URL (or REDIS_URL), validated; ``None`` when neither is set."""
     url = _raw("ARBOR_REDIS_URL", environ)
     if url is None:
         url = _raw("REDIS_URL", environ)
     if url is None:
-        return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+        return None
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 -- urlsplit validates the port lazily
@@ -181,4 +181,27 @@ def channel_layers_config(environ: Mapping[str, str] | None = None) -> dict[str,
         raise ImproperlyConfigured(f"ARBOR_REDIS_URL is malformed: {error}") from None
     if parts.scheme not in ("redis", "rediss", "unix") or not (parts.hostname or parts.path):
         raise ImproperlyConfigured(f"ARBOR_REDIS_URL={url!r} must look like redis://host:6379/0")
+    return url
+
+
+def channel_layers_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """In-memory channel layer (one process) unless ARBOR_REDIS_URL (or REDIS_URL) names a Redis server."""
+    url = redis_url(environ)
+    if url is None:
+        return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     return {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [url]}}}
+
+
+def caches_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Django's cache (sign-in throttling): shared by every worker through Redis when ARBOR_REDIS_URL names
+    one, else in the process's memory (one process: ``./arbor run``)."""
+    url = redis_url(environ)
+    if url is None:
+        return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    return {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": url,
+            "KEY_PREFIX": "arbor",
+        }
+    }

@@ -107,6 +107,17 @@ DATABASES = {"default": env.database_config(base_dir=ARBOR_DATA_DIR)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CHANNEL_LAYERS = env.channel_layers_config()
+CACHES = env.caches_config()
+
+# Memory for the session pages' trees per server process, in MB: parsed forests, flattened trees (one per
+# session state and leaf) and rendered entries, dropped least recently used first. A session bigger than this
+# still opens (it is kept alone while it is the latest one asked for).
+ARBOR_TREE_CACHE_MB = env.get_int("ARBOR_TREE_CACHE_MB", 1024, minimum=16)
+
+# Sign-in throttling (treeview/throttle.py): after this many failed sign-ins for one username (four times as
+# many from one address) within the window, further attempts are refused unchecked until the window ends.
+ARBOR_LOGIN_FAILURES = env.get_int("ARBOR_LOGIN_FAILURES", 5, minimum=1)
+ARBOR_LOGIN_WINDOW_SECONDS = env.get_int("ARBOR_LOGIN_WINDOW_SECONDS", 15 * 60, minimum=1)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

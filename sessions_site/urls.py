@@ -3,14 +3,22 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from treeview.ingest import urls as ingest_urls
+from treeview.throttle import (
+    ThrottledAdminAuthenticationForm,
+    ThrottledLoginView,
+    ThrottledPasswordChangeView,
+)
 from treeview.views import accounts
+
+# The admin's own sign-in form is throttled like the site's.
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns = [
     path("", include("treeview.urls")),
     # Accounts (treeview/access.py decides who needs to be signed in).
-    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/password/", ThrottledPasswordChangeView.as_view(), name="password_change"),
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("accounts/invites/", accounts.invite_create, name="invite_create"),
     path("accounts/invite/<str:token>/", accounts.invite_accept, name="invite_accept"),

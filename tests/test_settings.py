@@ -162,6 +162,28 @@ def test_redis_url_selects_redis_channel_layer(monkeypatch):
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {"hosts": ["redis://127.0.0.1:6379/0"]},
     }
+    # The cache (sign-in failure counts) is shared by the workers through the same server.
+    assert config["CACHES"]["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
+    assert config["CACHES"]["default"]["LOCATION"] == "redis://127.0.0.1:6379/0"
+
+
+def test_without_redis_the_cache_is_the_processs_memory(monkeypatch):
+    config = load_settings(monkeypatch)
+    assert config["CACHES"]["default"]["BACKEND"] == "django.core.cache.backends.locmem.LocMemCache"
+
+
+def test_the_tree_cache_budget_is_a_setting(monkeypatch):
+    assert load_settings(monkeypatch)["ARBOR_TREE_CACHE_MB"] == 1024
+    assert load_settings(monkeypatch, ARBOR_TREE_CACHE_MB="256")["ARBOR_TREE_CACHE_MB"] == 256
+    with pytest.raises(ImproperlyConfigured, match="ARBOR_TREE_CACHE_MB"):
+        load_settings(monkeypatch, ARBOR_TREE_CACHE_MB="lots")
+
+
+def test_sign_in_throttling_settings_are_validated(monkeypatch):
+    config = load_settings(monkeypatch, ARBOR_LOGIN_FAILURES="3", ARBOR_LOGIN_WINDOW_SECONDS="60")
+    assert (config["ARBOR_LOGIN_FAILURES"], config["ARBOR_LOGIN_WINDOW_SECONDS"]) == (3, 60)
+    with pytest.raises(ImproperlyConfigured, match="ARBOR_LOGIN_FAILURES"):
+        load_settings(monkeypatch, ARBOR_LOGIN_FAILURES="0")
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:6379", "redis://", "redis://host:port"])

@@ -19,13 +19,16 @@ import re
 import threading
 import weakref
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 import orjson
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
+from treeview.lru import LruCache
 from treeview.models import AgentSession
 from treeview.render import EntryView, build_tool_call_map, render_entry
 from treeview.render.text import as_text
@@ -48,9 +51,20 @@ from treeview.tree_index import HIDDEN_ASSISTANT, SETTINGS, TOOL_RESULT, USER, D
 TREE_WINDOW = 200
 # Entries of the conversation path rendered at once.
 CONVERSATION_PAGE = 100
-# Flattened trees kept per process (one per session state and leaf); forests (one per session).
+# Flattened trees kept per process (one per session state and leaf); forests (one per session). Both are
+# also bounded by bytes: a share of settings.ARBOR_TREE_CACHE_MB each (see _budget).
 FLAT_CACHE_SIZE = 8
 FOREST_CACHE_SIZE = 4
+# Estimated bytes a cached value holds, measured with tracemalloc on the generated 100,000-entry session:
+# a forest node 1,420 bytes (row and search text included), a flattened tree's row 150 bytes, plus its
+# filter and search results (a list slot and a position per visible row, a few modes at a time).
+FOREST_NODE_BYTES = 1_500
+FLAT_ROW_BYTES = 250
+# A tree's memo holds what views derive from it (the Context tab at a few entries).
+MEMO_ALLOWANCE_BYTES = 2 * 1024 * 1024
+VIEW_BYTES = 2_000  # a rendered entry's own objects, on top of its HTML
+# The budget's shares: forests, flattened trees, rendered entries.
+FOREST_SHARE, TREE_SHARE, VIEW_SHARE = 0.6, 0.3, 0.1
 # Filter and search results kept per flattened tree (search as you type asks for several).
 VISIBLE_CACHE_SIZE = 8
 # Values a view keeps with a tree (ExplorerTree.memo).
@@ -64,43 +78,7 @@ ViewMode = FilterMode | Literal["commented"]
 COMMENTED: Literal["commented"] = "commented"
 VIEW_MODES: tuple[ViewMode, ...] = (*FILTER_MODES, COMMENTED)
 
-K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
-
-
-class LruCache(Generic[K, V]):
-    """A thread-safe mapping that keeps the ``size`` most recently used values."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[K, V] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: K, value: V) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-
-    def items(self) -> list[tuple[K, V]]:
-        """A snapshot, the most recently used last."""
-        with self._lock:
-            return list(self._items.items())
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-    def __len__(self) -> int:
-        return len(self._items)
 
 
 # -- flattened trees ---------------------------------------------------------------------------------------
@@ -410,13 +388,66 @@ def _filter(
 
 # A session is its pk and when it was imported (SQLite may give a deleted session's pk to the next one).
 SessionKey = tuple[int, Any]
+
+
 # A forest per session, kept current as the session grows; a flattened tree per (session, next_seq,
 # entry_count, leaf): next_seq grows with every stored entry (labels included) and a rewrite that only drops
 # rows lowers entry_count, so a changed session never hits a stale tree.
-_forests: LruCache[SessionKey, Forest] = LruCache(FOREST_CACHE_SIZE)
-_trees: LruCache[tuple[SessionKey, int, int, str | None], ExplorerTree] = LruCache(FLAT_CACHE_SIZE)
+def _budget(share: float) -> int:
+    return int(settings.ARBOR_TREE_CACHE_MB * 1024 * 1024 * share)
+
+
+def _forest_bytes(forest: Forest) -> int:
+    return len(forest.nodes) * FOREST_NODE_BYTES
+
+
+def _tree_bytes(tree: ExplorerTree) -> int:
+    return len(tree.flat.nodes) * FLAT_ROW_BYTES + MEMO_ALLOWANCE_BYTES
+
+
+def _text_bytes(value: Any, depth: int = 3) -> int:
+    """The characters of the strings in ``value`` (a rendered entry: its fields, blocks and their HTML,
+    images' data URLs), a few levels deep."""
+    if isinstance(value, str):
+        return len(value)
+    if depth == 0:
+        return 0
+    if isinstance(value, list | tuple):
+        return sum(_text_bytes(item, depth - 1) for item in value)
+    slots = getattr(type(value), "__slots__", ())
+    return sum(_text_bytes(getattr(value, name, None), depth - 1) for name in slots)
+
+
+def _view_bytes(view: EntryView) -> int:
+    return VIEW_BYTES + _text_bytes(view)
+
+
+def _forest_evicted(key: SessionKey, forest: Forest) -> None:
+    # A tree keeps its forest alive: the forest's memory comes back only when its trees go too.
+    _trees.discard_where(lambda _, tree: tree.forest is forest)
+
+
+_forests: LruCache[SessionKey, Forest] = LruCache(
+    FOREST_CACHE_SIZE, max_bytes=_budget(FOREST_SHARE), weigh=_forest_bytes, on_evict=_forest_evicted
+)
+_trees: LruCache[tuple[SessionKey, int, int, str | None], ExplorerTree] = LruCache(
+    FLAT_CACHE_SIZE, max_bytes=_budget(TREE_SHARE), weigh=_tree_bytes
+)
 # Rendered entries per (session, row seq, the call a tool result answers): rows never change.
-_views: LruCache[tuple[SessionKey, int, bytes | None], EntryView] = LruCache(VIEW_CACHE_SIZE)
+_views: LruCache[tuple[SessionKey, int, bytes | None], EntryView] = LruCache(
+    VIEW_CACHE_SIZE, max_bytes=_budget(VIEW_SHARE), weigh=_view_bytes
+)
+
+
+@receiver(setting_changed)
+def _resize_caches(setting: str, **kwargs: Any) -> None:
+    """ARBOR_TREE_CACHE_MB changed (tests): the budgets follow from the next value stored."""
+    if setting == "ARBOR_TREE_CACHE_MB":
+        _forests.max_bytes = _budget(FOREST_SHARE)
+        _trees.max_bytes = _budget(TREE_SHARE)
+        _views.max_bytes = _budget(VIEW_SHARE)
+
+
 _locks: dict[int, threading.Lock] = {}
 _locks_lock = threading.Lock()
 
@@ -456,9 +487,9 @@ def explorer_tree(session: AgentSession, leaf_id: str | None) -> ExplorerTree:
         forest = _forests.get(identity)
         if forest is None:
             forest = Forest.load(session)
-            _forests.put(identity, forest)
         else:
             forest.refresh(session)
+        _forests.put(identity, forest)  # weighed again: it may have grown
         tree = _extended_tree(forest, leaf_id) or _flattened_tree(forest, leaf_id)
         _trees.put(key, tree)
         return tree

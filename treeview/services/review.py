@@ -23,7 +23,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, QuerySet
 
-from treeview.explorer import LruCache
+from treeview.lru import LruCache
 from treeview.models import AgentSession, Entry, ReviewStatus
 from treeview.services import append
 
@@ -271,7 +271,11 @@ class Leaf:
 LEAF_CACHE_SIZE = 256
 #: Row text kept per branch (the Review page shows a line of it).
 LEAF_TEXT_CHARS = 200
-_leaf_cache: LruCache[tuple[Any, ...], list[Leaf]] = LruCache(LEAF_CACHE_SIZE)
+#: A branch's estimated bytes (its ids, text and the objects around them), for the byte bound.
+LEAF_BYTES = 600
+_leaf_cache: LruCache[tuple[Any, ...], list[Leaf]] = LruCache(
+    LEAF_CACHE_SIZE, max_bytes=32 * 1024 * 1024, weigh=lambda leaves: len(leaves) * LEAF_BYTES
+)
 
 
 def session_leaves(sessions: Iterable[AgentSession]) -> dict[int, list[Leaf]]:
