@@ -14,6 +14,7 @@ from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.urls import resolve  # noqa: E402
 
+from treeview.ingest.asgi import BodyLimit  # noqa: E402
 from treeview.origin import SameOriginValidator  # noqa: E402
 from treeview.render.highlight import lexer_for_filename  # noqa: E402
 from treeview.routing import websocket_urlpatterns  # noqa: E402
@@ -22,7 +23,11 @@ from treeview.routing import websocket_urlpatterns  # noqa: E402
 resolve("/")
 lexer_for_filename("warm.py")
 
-http_application = ASGIStaticFilesHandler(django_asgi_app) if settings.ARBOR_SERVE_STATIC else django_asgi_app
+# Django's static handler only while DEBUG is on; the production profile has WhiteNoise (settings.py).
+serve_static = settings.ARBOR_SERVE_STATIC and settings.DEBUG
+http_application = ASGIStaticFilesHandler(django_asgi_app) if serve_static else django_asgi_app
+# An ingest request declaring too large a body is refused before it is read (treeview/ingest/asgi.py).
+http_application = BodyLimit(http_application)
 
 application = ProtocolTypeRouter(
     {

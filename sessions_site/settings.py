@@ -7,12 +7,12 @@ DJANGO_DEBUG=0 plus DJANGO_SECRET_KEY, DJANGO_ALLOWED_HOSTS and (behind HTTPS) t
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
 from sessions_site import env
+from treeview.session.locations import agent_session_dirs
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "template_partials",
     "csp",
     "treeview",
+    "treeview.ingest",
 ]
 
 MIDDLEWARE = [
@@ -125,21 +126,26 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
-# Plain daphne serves no static files; without a front server, asgi.py serves them through Django.
+STATIC_ROOT = env.get_paths("ARBOR_STATIC_ROOT", [BASE_DIR / "staticfiles"], base_dir=BASE_DIR)[0]
+# Plain daphne serves no static files. ARBOR_SERVE_STATIC=1 (the default): the app serves them, with Django's
+# handler while DEBUG is on (asgi.py), with WhiteNoise otherwise (compressed, hashed names cached for a year,
+# from STATIC_ROOT after `collectstatic`, which `./arbor serve` runs). 0: a front server serves STATIC_ROOT.
 ARBOR_SERVE_STATIC = env.get_bool("ARBOR_SERVE_STATIC", True)
+if not DEBUG:
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "sessions_site.static_storage.StaticStorage"},
+    }
+    if ARBOR_SERVE_STATIC:
+        MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+        # Without `collectstatic` (a quick try of the production profile) the files are found where they are.
+        WHITENOISE_USE_FINDERS = True
 
 # Where import_sessions and watch_sessions look for *.jsonl files by default (searched recursively);
 # ARBOR_SAMPLE=1 (./arbor run --sample) points them at the sample sessions in tests/data.
 ARBOR_SAMPLE = env.get_bool("ARBOR_SAMPLE", False)
-if ARBOR_SAMPLE:
-    _default_session_dirs = [BASE_DIR / "tests" / "data"]
-else:
-    _home = Path.home()
-    _default_session_dirs = [_home / ".pi" / "agent" / "sessions", _home / ".omp" / "agent" / "sessions"]
-    # omp only moves its data under XDG_DATA_HOME when that variable is set.
-    if os.environ.get("XDG_DATA_HOME"):
-        _default_session_dirs.append(Path(os.environ["XDG_DATA_HOME"]) / "omp" / "sessions")
+# Otherwise the agents' own directories (treeview/session/locations.py, shared with the push client).
+_default_session_dirs = [BASE_DIR / "tests" / "data"] if ARBOR_SAMPLE else agent_session_dirs()
 ARBOR_SESSION_DIRS = env.get_paths("ARBOR_SESSION_DIRS", _default_session_dirs, base_dir=BASE_DIR)
 
 # Uploads: largest accepted session file, in MB (the request body limit follows it).
@@ -147,6 +153,12 @@ ARBOR_UPLOAD_MAX_MB = env.get_int("ARBOR_UPLOAD_MAX_MB", 512, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 ARBOR_UPLOAD_DIR = ARBOR_DATA_DIR / "uploads"
+
+# The ingest API (`./arbor push`): the largest request body and pushed session, in MB, and requests a minute
+# per token (as many may come at once).
+ARBOR_INGEST_MAX_REQUEST_MB = env.get_int("ARBOR_INGEST_MAX_REQUEST_MB", 32, minimum=1)
+ARBOR_INGEST_MAX_SESSION_MB = env.get_int("ARBOR_INGEST_MAX_SESSION_MB", 1024, minimum=1)
+ARBOR_INGEST_RATE = env.get_int("ARBOR_INGEST_RATE", 600, minimum=1)
 
 # Opt-in: entries Arbor appends are also appended to the agent's own file (only while it is unchanged).
 ARBOR_WRITE_BACK = env.get_bool("ARBOR_WRITE_BACK", False)

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from treeview.ingest import urls as ingest_urls
 from treeview.throttle import (
     ThrottledAdminAuthenticationForm,
     ThrottledLoginView,
@@ -21,5 +22,8 @@ urlpatterns = [
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("accounts/invites/", accounts.invite_create, name="invite_create"),
     path("accounts/invite/<str:token>/", accounts.invite_accept, name="invite_accept"),
+    path("accounts/tokens/", include(ingest_urls.token_patterns)),
+    # The ingest API (treeview/ingest): JSON, a personal token in Authorization: Bearer.
+    path("api/v1/", include(ingest_urls.api_patterns)),
     path("admin/", admin.site.urls),
 ]

@@ -214,7 +214,9 @@ def test_branch_export_equals_the_cores_branched_session(tmp_path: Path) -> None
     }
 
 
-def test_a_moved_file_is_the_same_session(tmp_path: Path) -> None:
+def test_a_moved_file_is_the_same_session(tmp_path: Path, settings) -> None:
+    # Inside the session directories only (tests/test_takeover.py: anywhere else it is a new session).
+    settings.ARBOR_SESSION_DIRS = [tmp_path]
     path = copy_fixture(tmp_path, "v3_compaction.jsonl")
     session = sync_file(path).session
     moved = tmp_path / "renamed-dir"
@@ -258,6 +260,72 @@ def test_a_big_import_refreshes_the_planner_statistics(tmp_path, monkeypatch):
         else:
             cursor.execute("SELECT count(*) FROM pg_stats WHERE tablename = 'treeview_entry'")
         assert cursor.fetchone()[0] > 0
+
+
+# -- duplicate ids and parent cycles (issue 11 #13): the warnings the core's inspect gives ------------------
+
+
+def _header(session_id: str = "links") -> str:
+    return dumps({"type": "session", "version": 3, "id": session_id, "timestamp": "2026-05-01T10:00:00.000Z"})
+
+
+def _inspect_warnings(path: Path) -> list[dict[str, object]]:
+    manager = SessionManager.open(path)
+    manager.get_tree()
+    return [w.as_dict() for w in manager.warnings]
+
+
+def test_duplicate_ids_and_parent_cycles_are_import_warnings(tmp_path: Path) -> None:
+    path = tmp_path / "links.jsonl"
+    lines = [
+        _header(),
+        entry_line("a1", None),
+        entry_line("b1", "a1"),
+        entry_line("b1", "a1", text="again"),  # line 4: duplicate
+        entry_line("c1", "c2"),  # c1 <-> c2: a cycle
+        entry_line("c2", "c1"),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+    session = sync_file(path).session
+
+    expected = _inspect_warnings(path)
+    assert {"line": 4, "message": "duplicate id 'b1': the later entry replaces the earlier one"} in expected
+    assert any("cycle" in str(w["message"]) for w in expected)
+    assert sorted(session.warnings, key=str) == sorted(expected, key=str)
+
+
+def test_a_grown_file_warns_of_a_new_duplicate_and_a_cycle_through_old_entries(tmp_path: Path) -> None:
+    path = tmp_path / "links.jsonl"
+    # x1 waits for a parent that is not there yet (an orphan), so it is a root for now.
+    path.write_text("\n".join([_header(), entry_line("a1", None), entry_line("x1", "y1")]) + "\n")
+    assert sync_file(path).session.warnings == []
+    with path.open("a") as handle:
+        handle.write(entry_line("a1", None, text="dup") + "\n" + entry_line("y1", "x1") + "\n")
+
+    result = sync_file(path)
+
+    assert result.status == "grown"
+    messages = [w["message"] for w in result.session.warnings]
+    assert "duplicate id 'a1': the later entry replaces the earlier one" in messages
+    assert any("cycle" in m for m in messages)
+    assert sorted(result.session.warnings, key=str) == sorted(_inspect_warnings(path), key=str)
+    # Synced again unchanged, nothing is reported twice.
+    with path.open("a") as handle:
+        handle.write(entry_line("z1", "a1") + "\n")
+    again = sync_file(path).session.warnings
+    assert sorted(again, key=str) == sorted(result.session.warnings, key=str)
+
+
+def test_the_list_shows_the_link_warnings(tmp_path: Path, client) -> None:
+    path = tmp_path / "links.jsonl"
+    lines = [_header(), entry_line("a1", None), entry_line("a1", None, text="again")]
+    path.write_text("\n".join(lines) + "\n")
+    sync_file(path)
+
+    html = client.get("/").content.decode()
+
+    assert "duplicate id &#x27;a1&#x27;: the later entry replaces the earlier one" in html
 
 
 def test_a_line_nested_too_deep_is_skipped_and_the_file_keeps_syncing(tmp_path: Path) -> None:

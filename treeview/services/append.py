@@ -8,9 +8,11 @@ otherwise the whole action is refused (sync first). A user's file is never rewri
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
+import stat
 from collections.abc import Callable
 from typing import Any
 
@@ -112,10 +114,7 @@ def _write_back(session: AgentSession, raw: str) -> bool:
             "Arbor does not append to it (it would mix formats)."
         )
     data = (raw + "\n").encode("utf-8")
-    try:
-        handle = open(path, "r+b")  # noqa: SIM115 -- closed below, after the lock is released
-    except OSError as error:
-        raise WriteBackRefused(f"cannot open {path} to append: {error.strerror or error}") from None
+    handle = _open_no_links(path)
     with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -133,16 +132,37 @@ def _write_back(session: AgentSession, raw: str) -> bool:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-            stat = os.fstat(handle.fileno())
+            written = os.fstat(handle.fileno())
             session.source_size = size + len(data)
             session.head_hash, session.tail_hash = window_hashes(handle, session.source_size)
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
     session.source_hash = hashlib.sha256(session.source_hash.encode() + data).hexdigest()
-    session.source_mtime_ns = stat.st_mtime_ns
+    session.source_mtime_ns = written.st_mtime_ns
     session.line_count += 1
     session.tail_raw = "\n"
     return True
+
+
+def _open_no_links(path: str) -> Any:
+    """Open the session file to append, never through a symbolic link: the stored path was resolved when the
+    file was read, so a link in it now (the file or a directory swapped for one) means it is not that file."""
+    if os.path.realpath(path) != path:
+        raise WriteBackRefused(
+            f"{path} is now reached through a symbolic link; Arbor does not write through one"
+        )
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise WriteBackRefused(
+                f"{path} is a symbolic link now; Arbor does not write through one"
+            ) from None
+        raise WriteBackRefused(f"cannot open {path} to append: {error.strerror or error}") from None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise WriteBackRefused(f"{path} is not a regular file")
+    return os.fdopen(descriptor, "r+b")
 
 
 def set_label(session: AgentSession, target_id: str, label: str | None) -> Entry:

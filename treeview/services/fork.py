@@ -130,9 +130,18 @@ def _inside(path: Path, directory: Path) -> bool:
 
 
 def fork_dir(session: AgentSession) -> Path:
-    """The directory the new session file of a ``/branch`` of ``session`` goes to (see the module doc)."""
-    source = Path(session.source_path).resolve()
-    if settings.ARBOR_WRITE_BACK and any(_inside(source, Path(d)) for d in settings.ARBOR_SESSION_DIRS):
+    """The directory the new session file of a ``/branch`` of ``session`` goes to (see the module doc).
+
+    Next to the original only when the stored path is still the real one (no symbolic link in it now) and
+    inside a session directory: a new file is never written through a link, nor anywhere a link leads.
+    """
+    stored = Path(session.source_path)
+    source = stored.resolve()
+    if (
+        settings.ARBOR_WRITE_BACK
+        and source == stored
+        and any(_inside(source, Path(d)) for d in settings.ARBOR_SESSION_DIRS)
+    ):
         return source.parent
     return Path(settings.ARBOR_DATA_DIR) / FORKS_SUBDIR
 

@@ -44,12 +44,14 @@ from treeview.session.jsonl import (
     parse_line,
 )
 from treeview.session.migrations import Migrator, stable_id_maker
+from treeview.session.tree import cycle_message, duplicate_message, link_problems
 
 __all__ = [
     "SyncResult",
     "default_session_dirs",
     "find_session_files",
     "import_upload",
+    "in_session_dirs",
     "sync_file",
     "sync_paths",
 ]
@@ -91,13 +93,59 @@ def _no_header_message(size: int) -> str:
 
 
 def find_session_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
-    """Every ``*.jsonl`` file named, or found (recursively, sorted) under the directories named."""
+    """Every ``*.jsonl`` file named, or found (recursively, sorted) under the directories named.
+
+    A symbolic link found in a directory is followed only when it leads to a file inside that directory:
+    ``passwd.jsonl -> /etc/passwd`` in a session directory is skipped (and logged), never read.
+    """
     for raw in paths:
         path = Path(raw).expanduser()
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+            root = path.resolve()
+            for found in sorted(p for p in path.rglob("*.jsonl") if p.is_file()):
+                if found.is_symlink() and not _inside(found.resolve(), root):
+                    log.warning("%s: a symbolic link leading outside %s is not followed", found, path)
+                    continue
+                yield found
         else:
             yield path
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    return path == directory or path.is_relative_to(directory)
+
+
+def _resolved_dirs(directories: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, Path]]:
+    """(absolute, resolved) of each directory: a path is under a directory by its absolute spelling and
+    really inside it by its resolved one."""
+    pairs = []
+    for directory in directories:
+        absolute = Path(os.path.abspath(Path(directory).expanduser()))
+        try:
+            pairs.append((absolute, absolute.resolve()))
+        except OSError:
+            continue
+    return pairs
+
+
+def _link_out_of(path: Path, roots: Iterable[str | os.PathLike[str]]) -> Path | None:
+    """The directory of ``roots`` that ``path`` is spelled under but that its resolved path leaves (a symbolic
+    link out of a session directory), or None."""
+    absolute = Path(os.path.abspath(path))
+    for spelled, real in _resolved_dirs(roots):
+        if _inside(absolute, spelled):
+            return None if _inside(absolute.resolve(), real) else spelled
+    return None
+
+
+def in_session_dirs(path: str | os.PathLike[str]) -> bool:
+    """Is the (resolved) file ``path`` inside one of the agents' session directories (never inside Arbor's
+    own data directory: uploads, pushed files and forks are not the agents' files)."""
+    source = Path(path)
+    data = Path(settings.ARBOR_DATA_DIR).resolve()
+    if _inside(source, data):
+        return False
+    return any(_inside(source, real) for _, real in _resolved_dirs(settings.ARBOR_SESSION_DIRS))
 
 
 def sync_paths(paths: Iterable[str | os.PathLike[str]], progress: Progress | None = None) -> list[SyncResult]:
@@ -110,7 +158,7 @@ def import_upload(name: str, chunks: Iterable[bytes], owner: Any = None) -> Sync
 
     A new session belongs to ``owner`` (a signed-in user) and starts private. The same bytes uploaded again by
     the same owner are the same session; uploaded by someone else, they are that person's own copy (never a
-    link to another user's private session).
+    link to another user's private session, and never another user's row, even when its file is gone).
     """
     upload_dir = Path(settings.ARBOR_UPLOAD_DIR)
     upload_dir.mkdir(parents=True, exist_ok=True)
@@ -131,30 +179,48 @@ def import_upload(name: str, chunks: Iterable[bytes], owner: Any = None) -> Sync
             os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
-    result = sync_file(target)
+    result = sync_file(target, owner=owner, visibility=AgentSession.Visibility.PRIVATE)
     if result.status == "failed":
         # The error goes back to the uploader; a file that is not a session is not kept.
         target.unlink(missing_ok=True)
         ImportIssue.objects.filter(source_path=result.path).delete()
-    elif result.status == "new" and result.session is not None and owner is not None and owner.pk is not None:
-        AgentSession.objects.filter(pk=result.session.pk, owner__isnull=True).update(
-            owner_id=owner.pk, visibility=AgentSession.Visibility.PRIVATE
-        )
-        result.session.owner_id = owner.pk
-        result.session.visibility = AgentSession.Visibility.PRIVATE
     return result
 
 
-def sync_file(path: str | os.PathLike[str], *, progress: Progress | None = None) -> SyncResult:
-    """Bring the database up to date with one session file. Never writes to the file."""
-    source = str(Path(path).expanduser().resolve())
+def sync_file(
+    path: str | os.PathLike[str],
+    *,
+    progress: Progress | None = None,
+    owner: Any = None,
+    visibility: str | None = None,
+    within: Iterable[str | os.PathLike[str]] | None = None,
+) -> SyncResult:
+    """Bring the database up to date with one session file. Never writes to the file.
+
+    ``owner`` and ``visibility`` apply only to a session this sync creates: no sync ever changes the owner or
+    the visibility of a session that exists. A path under one of ``within`` (default: the session
+    directories) that is a symbolic link out of it is refused, not read.
+    """
+    spelled = Path(path).expanduser()
+    roots = list(settings.ARBOR_SESSION_DIRS if within is None else within)
+    left = _link_out_of(spelled, roots)
+    if left is not None:
+        message = f"a symbolic link leading outside the session directory {left}: not followed"
+        where = os.path.abspath(spelled)
+        ImportIssue.objects.update_or_create(source_path=where, defaults={"error": message})
+        return SyncResult(where, "failed", error=message)
+    source = str(spelled.resolve())
+    new_owner = owner if owner is not None and getattr(owner, "pk", None) is not None else None
     try:
         stat = os.stat(source)
         session = AgentSession.objects.filter(source_path=source).first()
         if session is not None and _unchanged(session, stat):
             return SyncResult(source, "unchanged", session)
         with open(source, "rb") as handle:
-            result = _Importer(source, handle, stat, session, progress).run()
+            importer = _Importer(source, handle, stat, session, progress)
+            importer.owner = new_owner
+            importer.visibility = visibility
+            result = importer.run()
     except (OSError, SessionFileError, _Refused) as error:
         message = _describe(error)
         ImportIssue.objects.update_or_create(source_path=source, defaults={"error": message})
@@ -292,6 +358,12 @@ class _Importer:
         self.removed = 0
         self.tool_calls: ToolCalls = {}
         self.writer: _RowWriter | None = None
+        # A session this sync creates belongs to ``owner`` with ``visibility``; an existing one keeps its own.
+        self.owner: Any = None
+        self.visibility: str | None = None
+        # (id, parentId, line) of every entry read, for the duplicate-id and parent-cycle warnings.
+        self.links: list[tuple[Any, Any, int]] = []
+        self.first_new_seq = 0
 
     # -- deciding what to read --------------------------------------------------------------------------
 
@@ -365,6 +437,7 @@ class _Importer:
             migrator = Migrator(header, stable_id_maker(session.session_id))
             migrator.migrate(header)
         self.session = session
+        self.first_new_seq = session.next_seq
         # A session already in the database (re-read, or a moved file): keep what is unchanged.
         existing = self._existing_file_rows() if status != "grown" and session.entry_count else None
         matched = 0
@@ -378,6 +451,8 @@ class _Importer:
                 gap = before + value
                 continue
             migrator.migrate(value)
+            if value.get("type") != "session":
+                self.links.append((value.get("id"), value.get("parentId"), line))
             digest = _digest(before, raw)
             if existing is not None and not diverged and matched < len(existing):
                 if existing[matched][1:] == (value.get("id", ""), digest):
@@ -392,6 +467,7 @@ class _Importer:
             for start in range(0, len(stale), BATCH_SIZE):
                 Entry.objects.filter(pk__in=stale[start : start + BATCH_SIZE]).delete()
             self.removed = len(stale)
+        self._check_links(session, status)
         self._finish(session, end, hasher.hexdigest(), gap, last_line, status)
 
     def _objects(self, lines: Iterable[Any], line_base: int) -> Iterator[tuple[Any, str | bytes, str, int]]:
@@ -458,25 +534,37 @@ class _Importer:
         session_id = header["id"]
         session = self.session
         copies = AgentSession.objects.filter(session_id=session_id).exclude(source_path=self.source)
-        moved = next((c for c in copies if c.source_path and not os.path.exists(c.source_path)), None)
-        if session is None and moved is not None:
-            # The file moved (omp renames its directories): the same session in a new place.
+        moved = None
+        if session is None and in_session_dirs(self.source):
+            # The file moved (omp renames its directories): the same session in a new place. Only from one
+            # session directory to another: the id is public (it is in every URL), so a file anywhere else
+            # (an upload, a pushed file) never adopts a row, whoever's it is.
+            moved = next(
+                (
+                    c
+                    for c in copies.exclude(source_path="")
+                    if in_session_dirs(c.source_path) and not os.path.exists(c.source_path)
+                ),
+                None,
+            )
+        if moved is not None:
             session = AgentSession.objects.select_for_update().get(pk=moved.pk)
             session.source_path = self.source
-        elif copies.exists():
-            other = copies.first()
-            assert other is not None
-            uploads = str(Path(settings.ARBOR_UPLOAD_DIR).resolve())
-            where = other.source_path or "an upload"
-            if where.startswith(uploads + os.sep):
-                where = "another upload"  # an upload's file name is its uploader's business
-            self.warnings.append(ParseWarning(0, f"the same session id is also imported from {where}"))
+        elif copies.filter(owner=self.owner).exists():
+            # Only copies of the same owner are mentioned, never where they are: another file's path (or that
+            # someone else holds the session) is not the reader's business.
+            self.warnings.append(ParseWarning(0, "the same session id is also imported from another file"))
         if session is not None and session.session_id != session_id:
-            # The file now holds another session altogether: start over.
-            session.delete()
+            # The file now holds another session altogether: the old one stays (with its comments and
+            # reviews), no longer tied to this file, and the file starts a new one.
+            AgentSession.objects.filter(pk=session.pk).update(source_path="")
             session = None
         if session is None:
             session = AgentSession(session_id=session_id, source_path=self.source)
+            if self.owner is not None:
+                session.owner = self.owner
+            if self.visibility is not None:
+                session.visibility = self.visibility
         slot = orjson.loads(slot_raw) if slot_raw else None
         session.header_raw = header_raw
         session.prefix_raw = prefix
@@ -495,6 +583,41 @@ class _Importer:
         if session.pk is None:
             session.save()
         return session
+
+    def _check_links(self, session: AgentSession, status: str) -> None:
+        """Warn of duplicate ids and parent cycles, as the core's ``inspect`` does.
+
+        A whole read sees every entry of the file (plus the few Arbor appended, from the database). A grown
+        file is checked by its new entries: a duplicate is an id already stored; a cycle through an old entry
+        needs an old entry whose parent is new (or a new entry that replaces an old one), and only then is the
+        whole session read back; otherwise only the new entries can form one."""
+        if status != "grown":
+            appended = session.entries.filter(in_file=False).order_by("seq")
+            rows = self.links + [(i, p, 0) for i, p in appended.values_list("entry_id", "parent_id")]
+            self._warn_links(rows, known=set())
+            return
+        new_ids = [entry_id for entry_id, _, _ in self.links if isinstance(entry_id, str)]
+        if not new_ids:
+            return
+        old = session.entries.filter(seq__lt=self.first_new_seq)
+        stored = set()
+        adopted = False
+        for start in range(0, len(new_ids), 500):
+            chunk = new_ids[start : start + 500]
+            stored |= set(old.filter(entry_id__in=chunk).values_list("entry_id", flat=True))
+            adopted = adopted or old.filter(parent_id__in=chunk).exists()
+        known = {w["message"] for w in session.warnings}
+        if stored or adopted:
+            rows = list(old.order_by("seq").values_list("entry_id", "parent_id", "line"))
+            self._warn_links([(i, p, line or 0) for i, p, line in rows] + self.links, known=known)
+        else:
+            self._warn_links(self.links, known=known)
+
+    def _warn_links(self, rows: list[tuple[Any, Any, int]], *, known: set[str]) -> None:
+        duplicates, cycles = link_problems(rows)
+        found = [ParseWarning(line, duplicate_message(entry_id)) for entry_id, line in duplicates]
+        found += [ParseWarning(0, cycle_message(entry_id)) for entry_id in cycles]
+        self.warnings.extend(w for w in found if w.message not in known)
 
     def _existing_file_rows(self) -> list[tuple[int, str, str]]:
         assert self.session is not None

@@ -32,7 +32,7 @@ from .jsonl import (
     parse_session_file,
 )
 from .migrations import CURRENT_SESSION_VERSION, IdMaker, migrate_to_current_version
-from .tree import build_forest
+from .tree import build_forest, cycle_message, duplicate_message
 
 __all__ = [
     "EntryNotFound",
@@ -211,7 +211,7 @@ class SessionManager:
                 self._warn(index, "entry without a string id is kept but cannot be part of the tree")
                 continue
             if entry_id in self.by_id:
-                self._warn(index, f"duplicate id {entry_id!r}: the later entry replaces the earlier one")
+                self._warn(index, duplicate_message(entry_id))
             self.by_id[entry_id] = entry
             self._pos[entry_id] = index
             self.leaf_id = entry_id
@@ -354,7 +354,7 @@ class SessionManager:
         }
         roots, cycle_ids = build_forest(nodes)
         for entry_id in cycle_ids:
-            message = f"parent links of {entry_id!r} form a cycle; shown as a root"
+            message = cycle_message(entry_id)
             if not any(w.message == message for w in self.warnings):
                 self.warnings.append(ParseWarning(0, message))
         return roots

@@ -8,12 +8,30 @@ thousands deep).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableSequence
+from collections.abc import Iterable, Mapping, MutableSequence
 from typing import Any, Protocol, TypeVar
 
 from .ids import parse_timestamp_ms
 
-__all__ = ["ForestNode", "build_forest", "sort_children"]
+__all__ = [
+    "ForestNode",
+    "build_forest",
+    "cycle_message",
+    "cycle_roots",
+    "duplicate_message",
+    "link_problems",
+    "sort_children",
+]
+
+
+def duplicate_message(entry_id: str) -> str:
+    """The warning for an entry whose id an earlier entry already has."""
+    return f"duplicate id {entry_id!r}: the later entry replaces the earlier one"
+
+
+def cycle_message(entry_id: str) -> str:
+    """The warning for an entry made a root to break a parent cycle."""
+    return f"parent links of {entry_id!r} form a cycle; shown as a root"
 
 
 class ForestNode(Protocol):
@@ -94,3 +112,49 @@ def _break_cycles(nodes: Mapping[str, N], roots: list[N]) -> list[str]:
             reachable.add(id(current))
             stack.extend(current.children)
     return promoted
+
+
+def cycle_roots(parents: Mapping[str, Any]) -> list[str]:
+    """The ids :func:`build_forest` makes roots to break parent cycles, from ``parents`` (id → parentId, in
+    file order, a later duplicate's parent winning) alone: no nodes built, nothing sorted."""
+    children: dict[str, list[str]] = {}
+    roots: list[str] = []
+    for entry_id, parent_id in parents.items():
+        if isinstance(parent_id, str) and parent_id != entry_id and parent_id in parents:
+            children.setdefault(parent_id, []).append(entry_id)
+        else:
+            roots.append(entry_id)
+    reached: set[str] = set()
+
+    def reach(start: list[str]) -> None:
+        stack = start
+        while stack:
+            current = stack.pop()
+            if current in reached:
+                continue
+            reached.add(current)
+            stack.extend(children.get(current, ()))
+
+    reach(list(roots))
+    promoted: list[str] = []
+    if len(reached) == len(parents):
+        return promoted
+    for entry_id in parents:
+        if entry_id not in reached:
+            promoted.append(entry_id)
+            reach([entry_id])
+    return promoted
+
+
+def link_problems(entries: Iterable[tuple[Any, Any, int]]) -> tuple[list[tuple[str, int]], list[str]]:
+    """Duplicate ids and parent cycles among ``entries`` (id, parentId, line) in file order, as the core's
+    ``SessionManager`` reports them: ``([(duplicate id, line of the later entry)], [ids made roots])``."""
+    parents: dict[str, Any] = {}
+    duplicates: list[tuple[str, int]] = []
+    for entry_id, parent_id, line in entries:
+        if not isinstance(entry_id, str):
+            continue
+        if entry_id in parents:
+            duplicates.append((entry_id, line))
+        parents[entry_id] = parent_id
+    return duplicates, cycle_roots(parents)

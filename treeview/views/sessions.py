@@ -22,10 +22,11 @@ from treeview.forms import (
     SessionUploadHandler,
     UploadForm,
 )
+from treeview.ingest.services import import_upload
 from treeview.models import AgentSession, ImportIssue
 from treeview.services import append
 from treeview.services import review as review_service
-from treeview.services.sync import SyncResult, import_upload
+from treeview.services.sync import SyncResult
 from treeview.views.common import (
     SessionLinks,
     session_links,

@@ -1,0 +1,5 @@
+import sys
+
+from treeview.push.cli import main
+
+sys.exit(main())
