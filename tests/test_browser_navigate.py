@@ -256,11 +256,16 @@ def test_a_signed_in_owner_navigates_with_a_summary(tmp_path: Path, page: Page, 
     with live_server(tmp_path, sessions, setup=SIGNED_IN_SETUP, **env) as base:
         sign_in(page, base, "alice", "alice-pw-1234")
         open_page(page, base, "?filter=all")
+        leaf_row = page.locator("#tree .tree-row.leaf")
+        old_leaf = leaf_row.get_attribute("data-entry-id")
+        assert old_leaf
         open_navigator_on(page, FIRST_BRANCH_END)
         page.get_by_role("button", name="Summarize", exact=True).click()
         expect(page.locator("#navigator")).to_be_hidden(timeout=TIMEOUT_MS)
         expect(page.locator("#live-status")).to_contain_text("summary of the abandoned branch was added")
-        summary_id = page.locator("#tree .tree-row.leaf").get_attribute("data-entry-id")
+        # The status line comes before the refreshed tree: wait for the leaf marker to move.
+        expect(leaf_row).not_to_have_attribute("data-entry-id", old_leaf, timeout=TIMEOUT_MS)
+        summary_id = leaf_row.get_attribute("data-entry-id")
         assert summary_id and summary_id != FIRST_BRANCH_END
         assert stored_leaf(page, base) == summary_id
         log = (tmp_path / "daphne.log").read_text()
