@@ -349,3 +349,73 @@ def test_a_line_nested_too_deep_is_skipped_and_the_file_keeps_syncing(tmp_path: 
     assert export_text(AgentSession.objects.get(pk=session.pk)).encode() == path.read_bytes()
     # A branch through the 1,000-deep entry is written exactly (the serializer does not run out of stack).
     assert nearly in export_branch(AgentSession.objects.get(pk=session.pk), "u3")[1]
+
+
+TOTALS = (
+    "entry_count",
+    "first_timestamp",
+    "last_timestamp",
+    "input_tokens",
+    "output_tokens",
+    "message_count",
+    "tool_call_count",
+    "branch_point_count",
+    "models_used",
+    "leaf_id",
+    "title",
+    "next_seq",
+)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_a_file_grown_in_steps_has_the_totals_of_a_whole_read(case, tmp_path: Path) -> None:
+    """The totals a grown file adds up from its new lines equal those a full pass over the session gives."""
+    from treeview.services.sync import update_totals
+
+    lines = case.path.read_bytes().splitlines(keepends=True)
+    if len(lines) < 4:
+        pytest.skip("too short to grow in steps")
+    path = tmp_path / case.path.name
+    cuts = sorted({2, len(lines) // 2, len(lines) - 1, len(lines)})
+    path.write_bytes(b"".join(lines[: cuts[0]]))
+    assert sync_file(path).status == "new"
+    grew = 0
+    for cut in cuts[1:]:
+        path.write_bytes(b"".join(lines[:cut]))
+        result = sync_file(path)
+        # (a v1 file is migrated whole: it is re-read, and its totals come from the full pass)
+        assert result.status in ("grown", "unchanged", "rewritten"), result.error
+        grew += result.status in ("grown", "rewritten")
+        session = AgentSession.objects.get(pk=result.session.pk)
+        added = {name: getattr(session, name) for name in TOTALS}
+        added_cost = session.cost
+        update_totals(session)
+        assert added == {name: getattr(session, name) for name in TOTALS}
+        assert added_cost == pytest.approx(session.cost)
+    assert grew
+
+
+def test_branch_points_added_up_as_a_file_grows(tmp_path: Path) -> None:
+    """A second child makes a branch point; a third child of the same parent does not make another."""
+    line = entry_line
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": "0196b4f0-0000-7000-8000-00000000b001",
+        "timestamp": "2026-05-01T10:00:00.000Z",
+        "cwd": "/w",
+    }
+    path = tmp_path / "grow.jsonl"
+    steps = [
+        [dumps(header), line("a0000001", None), line("a0000002", "a0000001")],
+        [line("a0000003", "a0000001")],
+        [line("a0000004", "a0000001"), line("a0000005", "a0000004")],
+        [line("a0000006", "a0000005"), line("a0000007", "a0000005"), line("a0000008", "a0000002")],
+    ]
+    expected = [0, 1, 1, 2]
+    written: list[str] = []
+    for step, want in zip(steps, expected, strict=True):
+        written += step
+        path.write_text("\n".join(written) + "\n")
+        session = sync_file(path).session
+        assert session.branch_point_count == want

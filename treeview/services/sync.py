@@ -683,7 +683,11 @@ class _Importer:
             session.warnings = [*session.warnings, *(w.as_dict() for w in self.warnings)]
         else:
             session.warnings = [w.as_dict() for w in self.warnings]
-        if self.added or self.removed or status != "grown":
+        if status == "grown" and self.added and not self.removed:
+            # Only new lines: add them to the totals instead of reading the whole session again (a watched
+            # or pushed session grows a few entries at a time; a full pass costs O(session) per sync).
+            add_to_totals(session, self.first_new_seq)
+        elif self.added or self.removed or status != "grown":
             update_totals(session, move_leaf=bool(self.added or self.removed))
         session.save()
 
@@ -863,6 +867,60 @@ def update_totals(session: AgentSession, *, move_leaf: bool = True) -> None:
         session.leaf_id = row[0] if row else None
     if not session.title:
         names = entries.filter(type="session_info").order_by("-seq").values_list("raw", flat=True)
+        for raw in names[:50]:
+            name = orjson.loads(raw).get("name")
+            if isinstance(name, str) and name.strip():
+                session.title = name.strip()[:500]
+                break
+    session.next_seq = max(session.next_seq, entries.max_seq() + 1)
+
+
+def add_to_totals(session: AgentSession, first_new_seq: int) -> None:
+    """Bring the totals :func:`update_totals` keeps up to date after entries from ``first_new_seq`` on were
+    appended (and none removed): the same figures, reading only the new rows and their parents' children."""
+    entries = session.entries.all()
+    new = entries.filter(seq__gte=first_new_seq)
+    totals = new.aggregate(
+        count=Count("id"),
+        first=Min("ts"),
+        last=Max("ts"),
+        input=Sum("input_tokens"),
+        output=Sum("output_tokens"),
+        cost=Sum("cost"),
+        messages=Count("id", filter=Q(type="message")),
+        tool_results=Count("id", filter=Q(role="toolResult")),
+    )
+    if not totals["count"]:
+        return
+    session.entry_count += totals["count"]
+    if totals["first"] is not None:
+        first = session.first_timestamp
+        session.first_timestamp = totals["first"] if first is None else min(first, totals["first"])
+    if totals["last"] is not None:
+        last = session.last_timestamp
+        session.last_timestamp = totals["last"] if last is None else max(last, totals["last"])
+    session.input_tokens += int(totals["input"] or 0)
+    session.output_tokens += int(totals["output"] or 0)
+    session.cost += float(totals["cost"] or 0)
+    session.message_count += totals["messages"] or 0
+    session.tool_call_count += totals["tool_results"] or 0
+    # A parent becomes a branch point when it has a second child and the first was already stored.
+    parents = sorted(set(new.exclude(parent_id=None).values_list("parent_id", flat=True)))
+    for start in range(0, len(parents), 500):
+        chunk = parents[start : start + 500]
+        children = entries.filter(parent_id__in=chunk).values("parent_id")
+        now = children.annotate(n=Count("id")).filter(n__gt=1).count()
+        before = children.filter(seq__lt=first_new_seq).annotate(n=Count("id")).filter(n__gt=1).count()
+        session.branch_point_count += now - before
+    models_new = set(new.exclude(model="").values_list("model", flat=True).distinct())
+    if not models_new <= set(session.models_used):
+        session.models_used = sorted(set(session.models_used) | models_new)
+    last_id = new.exclude(entry_id="").exclude(type="session").order_by("-seq").values_list("entry_id")
+    row = last_id.first()
+    if row is not None:
+        session.leaf_id = row[0]
+    if not session.title:
+        names = new.filter(type="session_info").order_by("-seq").values_list("raw", flat=True)
         for raw in names[:50]:
             name = orjson.loads(raw).get("name")
             if isinstance(name, str) and name.strip():
