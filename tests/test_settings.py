@@ -206,6 +206,8 @@ def test_default_session_dirs_are_pi_and_omp_and_xdg_when_set(monkeypatch, tmp_p
         tmp_path / ".pi" / "agent" / "sessions",
         tmp_path / ".omp" / "agent" / "sessions",
         Path("/xdg/omp/sessions"),
+        tmp_path / ".omp" / "agent" / "archive" / "sessions",
+        Path("/xdg/omp/archive/sessions"),
     ]
 
 

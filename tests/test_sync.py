@@ -419,3 +419,52 @@ def test_branch_points_added_up_as_a_file_grows(tmp_path: Path) -> None:
         path.write_text("\n".join(written) + "\n")
         session = sync_file(path).session
         assert session.branch_point_count == want
+
+
+# -- oh-my-pi's gzip archives (agent/archive/sessions/**/*.jsonl.gz) -----------------------------------------
+
+
+def archive(tmp_path: Path, name: str = "v3_branching_labels.jsonl") -> tuple[Path, bytes]:
+    import gzip
+
+    data = (DATA / "handmade" / name).read_bytes()
+    target = tmp_path / "archive" / "sessions" / "--w--" / f"{name}.gz"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(gzip.compress(data))
+    return target, data
+
+
+def test_an_archive_is_read_without_unpacking_and_exports_the_session(tmp_path: Path) -> None:
+    from treeview.services.sync import find_session_files
+
+    path, data = archive(tmp_path)
+    assert list(find_session_files([tmp_path])) == [path]
+    result = sync_file(path, within=[tmp_path])
+    assert result.status == "new", result.error
+    assert export_text(result.session).encode() == data
+    assert result.session.entry_count == len(SessionManager.from_text(data.decode()).entries)
+    assert sync_file(path, within=[tmp_path]).status == "unchanged"
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # nothing unpacked beside it
+
+
+def test_a_truncated_archive_fails_with_a_clear_reason(tmp_path: Path) -> None:
+    path, _ = archive(tmp_path)
+    path.write_bytes(path.read_bytes()[:-40])
+    result = sync_file(path, within=[tmp_path])
+    assert result.status == "failed"
+    assert "truncated" in (result.error or "")
+    assert not AgentSession.objects.exists()
+
+
+def test_an_archive_is_never_written(tmp_path: Path, settings) -> None:
+    from treeview.services.append import set_label
+
+    settings.ARBOR_WRITE_BACK = True
+    path, _ = archive(tmp_path)
+    settings.ARBOR_SESSION_DIRS = [str(tmp_path)]
+    session = sync_file(path).session
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+    set_label(session, "b2000001", "kept in Arbor")
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+    session.refresh_from_db()
+    assert session.resolved_labels()["b2000001"] == "kept in Arbor"

@@ -22,7 +22,7 @@ from django.db import transaction
 from treeview.models import AgentSession, Entry
 from treeview.services.columns import entry_facts
 from treeview.services.events import publish_session_changed
-from treeview.services.sync import line_digest, window_hashes
+from treeview.services.sync import is_archive, line_digest, window_hashes
 from treeview.session import entries as builders
 from treeview.session.jsonl import dumps
 
@@ -105,7 +105,8 @@ def _only_in_arbor(session: AgentSession, entry_id: Any) -> bool:
 
 def _write_back(session: AgentSession, raw: str) -> bool:
     """Append ``raw`` to the source file if write-back is on. Raises :class:`WriteBackRefused`."""
-    if not settings.ARBOR_WRITE_BACK or not session.source_path:
+    if not settings.ARBOR_WRITE_BACK or not session.source_path or is_archive(session.source_path):
+        # (an archived session is never written: what Arbor adds to it stays in Arbor)
         return False
     path = session.source_path
     if session.format_version < 3:

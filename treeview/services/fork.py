@@ -29,7 +29,7 @@ from treeview.extensions import hook_context, hook_runner
 from treeview.models import AgentSession, ImportIssue
 from treeview.services.append import UnknownEntry
 from treeview.services.export import load_manager
-from treeview.services.sync import sync_file
+from treeview.services.sync import is_archive, sync_file
 from treeview.session.hooks import SESSION_BRANCH, HookRunner, result_field
 from treeview.session.navigation import (
     BranchResult,
@@ -139,6 +139,7 @@ def fork_dir(session: AgentSession) -> Path:
     source = stored.resolve()
     if (
         settings.ARBOR_WRITE_BACK
+        and not is_archive(stored)
         and source == stored
         and any(_inside(source, Path(d)) for d in settings.ARBOR_SESSION_DIRS)
     ):

@@ -14,6 +14,7 @@ A half-written last line (no newline yet) is not imported; it is kept aside and 
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import logging
 import os
@@ -25,6 +26,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import IO, Any
 
 import orjson
@@ -92,8 +94,48 @@ def _no_header_message(size: int) -> str:
     return "not a session file: no JSON object in it, so no session header"
 
 
+#: Session files, and oh-my-pi's gzip archives of old ones (``agent/archive/sessions``, read, never written).
+SESSION_PATTERNS = ("*.jsonl", "*.jsonl.gz")
+
+
+def is_archive(path: str | os.PathLike[str]) -> bool:
+    """A gzip archive of a session file: read without unpacking it to disk, never written."""
+    return str(path).endswith(".jsonl.gz")
+
+
+def is_session_file_name(path: str) -> bool:
+    return path.endswith(".jsonl") or is_archive(path)
+
+
+def _archive_size_hint(path: str) -> int:
+    """The uncompressed size a gzip file's trailer states (modulo 2**32; -1 when unreadable)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(-4, os.SEEK_END)
+            return int.from_bytes(handle.read(4), "little")
+    except OSError:
+        return -1
+
+
+def _open_source(source: str, stat: os.stat_result) -> tuple[IO[bytes], Any]:
+    """The file to read and its stat; for an archive, the decompressed stream and its real size."""
+    if not is_archive(source):
+        return open(source, "rb"), stat
+    handle: IO[bytes] = gzip.open(source, "rb")  # noqa: SIM115 (the caller closes it)
+    try:
+        size = 0
+        while chunk := handle.read(CHUNK_SIZE):
+            size += len(chunk)
+        handle.seek(0)
+    except BaseException:
+        handle.close()
+        raise
+    return handle, SimpleNamespace(st_size=size, st_mtime_ns=stat.st_mtime_ns)
+
+
 def find_session_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
-    """Every ``*.jsonl`` file named, or found (recursively, sorted) under the directories named.
+    """Every ``*.jsonl`` (or archived ``*.jsonl.gz``) file named, or found (recursively, sorted) under the
+    directories named.
 
     A symbolic link found in a directory is followed only when it leads to a file inside that directory:
     ``passwd.jsonl -> /etc/passwd`` in a session directory is skipped (and logged), never read.
@@ -102,7 +144,8 @@ def find_session_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path
         path = Path(raw).expanduser()
         if path.is_dir():
             root = path.resolve()
-            for found in sorted(p for p in path.rglob("*.jsonl") if p.is_file()):
+            found_files = [p for pattern in SESSION_PATTERNS for p in path.rglob(pattern) if p.is_file()]
+            for found in sorted(found_files):
                 if found.is_symlink() and not _inside(found.resolve(), root):
                     log.warning("%s: a symbolic link leading outside %s is not followed", found, path)
                     continue
@@ -214,13 +257,21 @@ def sync_file(
     try:
         stat = os.stat(source)
         session = AgentSession.objects.filter(source_path=source).first()
-        if session is not None and _unchanged(session, stat):
+        seen: Any = stat
+        if is_archive(source):
+            seen = SimpleNamespace(st_size=_archive_size_hint(source), st_mtime_ns=stat.st_mtime_ns)
+        if session is not None and _unchanged(session, seen):
             return SyncResult(source, "unchanged", session)
-        with open(source, "rb") as handle:
+        handle, stat = _open_source(source, stat)
+        with handle:
             importer = _Importer(source, handle, stat, session, progress)
             importer.owner = new_owner
             importer.visibility = visibility
             result = importer.run()
+    except EOFError:
+        message = "the gzip archive is cut short (truncated): nothing imported from it"
+        ImportIssue.objects.update_or_create(source_path=source, defaults={"error": message})
+        return SyncResult(source, "failed", error=message)
     except (OSError, SessionFileError, _Refused) as error:
         message = _describe(error)
         ImportIssue.objects.update_or_create(source_path=source, defaults={"error": message})

@@ -27,7 +27,7 @@ from treeview.management.commands._reporting import (
     existing_session_dirs,
     no_session_dir_message,
 )
-from treeview.services.sync import SyncResult, find_session_files, sync_file
+from treeview.services.sync import SyncResult, find_session_files, is_session_file_name, sync_file
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ MTIME_SLACK = 2.0
 
 def is_session_file(change: Change, path: str) -> bool:
     """The changes worth a sync: added or modified ``*.jsonl`` files (a deleted file keeps its session)."""
-    return change != Change.deleted and path.endswith(".jsonl")
+    return change != Change.deleted and is_session_file_name(path)
 
 
 class SessionWatcher:
