@@ -1,5 +1,6 @@
 """Fixtures shared by several test modules."""
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -16,3 +17,42 @@ def _fresh_cache() -> Iterator[None]:
     cache.clear()
     yield
     cache.clear()
+
+
+# -- the PostgreSQL run ------------------------------------------------------------------------------------
+# `ARBOR_DB=postgres ./arbor test` (CI's second run) runs the tests whose outcome can depend on the
+# database: those that use it (pytest-django's `django_db` mark or database fixtures) and those marked
+# `database` (a live server on the configured database). The others (the pure core, and the browser tests,
+# whose live servers always use their own SQLite file) would repeat the SQLite run exactly;
+# ARBOR_TEST_ALL=1 runs them too.
+
+DATABASE_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
+
+
+def _uses_database(item: pytest.Item) -> bool:
+    if item.get_closest_marker("django_db") or item.get_closest_marker("database"):
+        return True
+    return bool(DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("ARBOR_DB") != "postgres" or os.environ.get("ARBOR_TEST_ALL") == "1":
+        return
+    kept = [item for item in items if _uses_database(item)]
+    left = [item for item in items if not _uses_database(item)]
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
+        config.stash[_LEFT_TO_SQLITE] = len(left)
+
+
+_LEFT_TO_SQLITE = pytest.StashKey[int]()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    left = config.stash.get(_LEFT_TO_SQLITE, 0)
+    if left:
+        terminalreporter.write_line(
+            f"PostgreSQL run: {left} tests that never touch the database (the pure core, the browser tests "
+            "on their own SQLite servers) are left to the SQLite run; ARBOR_TEST_ALL=1 runs them here too."
+        )

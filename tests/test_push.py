@@ -360,6 +360,7 @@ def test_a_bad_token_or_a_failed_file_exits_with_status_1(server: Server, token:
     assert "sent" in mixed.stdout
 
 
+@pytest.mark.database
 @pytest.mark.skipif(
     os.environ.get("ARBOR_DB") != "postgres", reason="PostgreSQL run only (ARBOR_DB=postgres)"
 )
