@@ -47,6 +47,8 @@ from treeview.session.session_manager import SessionManager  # noqa: E402
 
 BENCHMARKS = ROOT / "BENCHMARKS.md"
 BEGIN = "<!-- bench:push:begin -->"
+#: How long the pushers may take, after the writer stops, to have everything on the server.
+CATCH_UP = 120
 END = "<!-- bench:push:end -->"
 
 
@@ -300,9 +302,25 @@ def concurrent(work: Path, clients: int = 20, seconds: float = 60) -> dict[str, 
         stop.set()
         thread.join()
         elapsed = time.monotonic() - started
+        stopped = time.monotonic()
         run_load = load()
-        # Let the clients catch up, then stop them (SIGTERM: a clean stop).
-        time.sleep(10)
+        # Let the clients catch up (at most CATCH_UP seconds), then stop them (SIGTERM: a clean stop).
+        want = {}
+        for path in files:
+            manager = SessionManager.open(path)
+            want[manager.session_id] = len(manager.entries)
+        catch_up = None
+        while time.monotonic() - stopped < CATCH_UP:
+            counts = json.loads(
+                server.shell(
+                    "import json\nfrom treeview.models import AgentSession\n"
+                    "print(json.dumps(dict(AgentSession.objects.values_list('session_id', 'entry_count'))))"
+                )
+            )
+            if all(counts.get(sid) == n for sid, n in want.items()):
+                catch_up = time.monotonic() - stopped
+                break
+            time.sleep(1)
         for process in processes:
             process.terminate()
         codes = [process.wait(timeout=60) for process in processes]
@@ -344,6 +362,7 @@ def concurrent(work: Path, clients: int = 20, seconds: float = 60) -> dict[str, 
         "client_errors": client_errors,
         "server_5xx": server_errors,
         "exit_codes": sorted(set(codes)),
+        "catch_up_s": None if catch_up is None else round(catch_up, 1),
         "load": run_load,
     }
 
@@ -395,7 +414,13 @@ def record(results: dict[str, Any]) -> None:
             f"- {r['clients']} concurrent `--watch` pushers for {r['seconds']} s on two workers: "
             f"{r['entries_written']} entries written, **{r['lost']} lost, {r['duplicated']} duplicated**, "
             f"{r['files_differing']} files differing, {r['client_errors']} client errors, {r['server_5xx']} "
-            f"server 5xx, client exit codes {r['exit_codes']} (load {r['load']})."
+            f"server 5xx, client exit codes {r['exit_codes']}; everything on the server "
+            + (
+                f"{r['catch_up_s']} s after the writer stopped"
+                if r.get("catch_up_s") is not None
+                else f"not within {CATCH_UP} s of the writer stopping"
+            )
+            + f" (load {r['load']})."
         )
     replace_block(BENCHMARKS, BEGIN, END, "\n".join(lines), "Pushing sessions (`bench/push_bench.py`)")
 
