@@ -102,7 +102,7 @@ def _groups(hits: list[Hit], query: SearchQuery, shared: set[str]) -> list[HitGr
 def _results(user: Any, query: SearchQuery, page_number: int) -> dict[str, Any]:
     """What the results page shows (every query run here: the caller runs this in a worker thread)."""
     scope = session_scope(user)  # only the sessions this user may see
-    hits_found = EntryHits(query, sessions=scope)
+    hits_found = EntryHits(query, sessions=scope, limit=MAX_HITS)
     page = Paginator(hits_found, HITS_PER_PAGE).get_page(page_number)
     hits: list[Hit] = list(page.object_list)
     sessions = list(matching_sessions(query, scope)[: SESSIONS_SHOWN + 1]) if page.number == 1 else []
