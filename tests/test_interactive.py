@@ -126,11 +126,11 @@ def test_a_search_past_the_time_limit_says_so_instead_of_failing(
     sync_file(write_session(tmp_path / "w.jsonl", "w", ["walrus one", "walrus two"]))
     settings.ARBOR_QUERY_TIMEOUT_MS = 200
 
-    def slow_probe(self: EntryHits, wanted: int) -> bool:
+    def slow_search(self: EntryHits, wanted: int) -> list[int]:
         run_slow_sql()  # a real statement the database stops at the limit
-        return True
+        return []
 
-    monkeypatch.setattr(EntryHits, "_fewer_than", slow_probe)
+    monkeypatch.setattr(EntryHits, "_first", slow_search)
     headers = {"HX-Request": "true"} if htmx else {}
 
     response = client.get("/search/", {"q": "walrus"}, headers=headers)

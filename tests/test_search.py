@@ -723,6 +723,34 @@ def test_hits_come_newest_session_first_then_in_file_order(tmp_path):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("limit", [2, 3, 5, 6, 11, 12, 50])
+def test_the_first_hits_are_found_session_by_session_when_sessions_grew_in_between(tmp_path, limit):
+    # "grown": 5 hits, then "other" is imported (4 hits), then "grown" grows by 4 more: its ids now span
+    # other's. The newest session (by activity) comes first: "other", then "grown".
+    grown = write_entries(tmp_path / "grown.jsonl", "grown", [user(f"walrus g{n}") for n in range(5)])
+    sync_file(grown)
+    sync_file(write_entries(tmp_path / "other.jsonl", "other", [user(f"walrus o{n}") for n in range(4)]))
+    write_entries(grown, "grown", [user("no match"), *(user(f"walrus g{n}") for n in range(5, 9))], mode="a")
+    assert sync_file(grown).status == "grown"
+    AgentSession.objects.filter(session_id="other").update(last_timestamp=datetime(2027, 1, 1, tzinfo=UTC))
+    expected = [("other", f"e{n:07d}") for n in range(4)]
+    expected += [("grown", f"e{n:07d}") for n in (*range(5), *range(6, 10))]
+
+    hits = EntryHits(parse_query("walrus"), limit=limit)
+    found = [(hit.session.session_id, hit.entry.entry_id) for hit in hits[0:limit]]
+
+    assert found == expected[:limit]
+    assert hits.count() == min(limit, len(expected))
+    assert hits.more == (len(expected) > limit)
+    # Only the sessions in scope, in the same order.
+    scoped = EntryHits(
+        parse_query("walrus"), sessions=AgentSession.objects.filter(session_id="grown"), limit=limit
+    )
+    grown_only = [e for e in expected if e[0] == "grown"]
+    assert [(h.session.session_id, h.entry.entry_id) for h in scoped[0:limit]] == grown_only[:limit]
+
+
+@pytest.mark.django_db
 def test_results_are_paginated(client, tmp_path):
     texts = [f"walrus number {n}" for n in range(120)]
     sync_file(write_session(tmp_path / "many.jsonl", "many", texts))
