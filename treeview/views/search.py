@@ -99,6 +99,11 @@ def _groups(hits: list[Hit], query: SearchQuery, shared: set[str]) -> list[HitGr
     return groups
 
 
+def _duration(ms: int) -> str:
+    """``5 s``, ``0.2 s``, ``50 ms`` (a non-breaking space before the unit)."""
+    return f"{ms / 1000:g}\u00a0s" if ms >= 100 else f"{ms}\u00a0ms"
+
+
 def _results(user: Any, query: SearchQuery, page_number: int) -> dict[str, Any]:
     """What the results page shows (every query run here: the caller runs this in a worker thread)."""
     scope = session_scope(user)  # only the sessions this user may see
@@ -137,14 +142,14 @@ async def search(request: HttpRequest) -> TemplateResponse:
         form = SearchForm({"q": request.GET.get("q", "")})
         form.is_valid()
     query = parse_query(form.cleaned_data["q"] or "")
-    context: dict[str, Any] = {"form": form, "query": query, "max_hits": MAX_HITS}
+    context: dict[str, Any] = {"form": form, "query": query, "max_hits": f"{MAX_HITS:,}"}
     status = 200
     page = form.cleaned_data.get("page") or 1
     if query:
         try:
             context |= await run_interactive(_results, request.user, query, page)
         except QueryTimeout as stopped:
-            context["timed_out_s"] = stopped.timeout_ms / 1000
+            context["timed_out_after"] = _duration(stopped.timeout_ms)
             status = 200 if htmx_target(request) is not None else 503
     template = SEARCH_TEMPLATE if htmx_target(request) is None else SEARCH_TEMPLATE + "#session-list"
     return TemplateResponse(request, template, context, status=status)
