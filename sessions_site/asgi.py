@@ -2,7 +2,7 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
+from sessions_site.handler import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sessions_site.settings")
 # Set up Django (settings, app registry) before importing anything that touches models, such as channels.auth.

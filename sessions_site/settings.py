@@ -114,6 +114,10 @@ CACHES = env.caches_config()
 # still opens (it is kept alone while it is the latest one asked for).
 ARBOR_TREE_CACHE_MB = env.get_int("ARBOR_TREE_CACHE_MB", 1024, minimum=16)
 
+# Interactive queries (the search across sessions): milliseconds a statement may run before the database stops
+# it and the page says so (treeview/interactive.py); 0: no limit.
+ARBOR_QUERY_TIMEOUT_MS = env.get_int("ARBOR_QUERY_TIMEOUT_MS", 5000, minimum=0)
+
 # Sign-in throttling (treeview/throttle.py): after this many failed sign-ins for one username (four times as
 # many from one address) within the window, further attempts are refused unchecked until the window ends.
 ARBOR_LOGIN_FAILURES = env.get_int("ARBOR_LOGIN_FAILURES", 5, minimum=1)

@@ -35,7 +35,7 @@ from treeview.search import (
     parse_query,
     snippet,
 )
-from treeview.search_index import PG_DOCUMENT, PG_QUERY, indexed
+from treeview.search_index import PG_COLUMN, PG_QUERY
 from treeview.services.append import append_entry, move_leaf
 from treeview.services.sync import sync_file
 from treeview.session.body_text import MAX_BODY, MAX_TOOL_OUTPUT
@@ -206,7 +206,8 @@ def test_snippet_escapes_the_text_and_marks_word_prefixes_only():
 def test_snippet_of_a_hostile_match_keeps_the_mark_around_escaped_text():
     html = snippet(['<b onclick="x">bold</b>'], ["b"])
 
-    assert html == "&lt;<mark>b</mark> onclick=&quot;x&quot;&gt;<mark>b</mark>old&lt;/<mark>b</mark>&gt;"
+    # "b" (one letter) marks the whole word "b" only, not the start of "bold".
+    assert html == "&lt;<mark>b</mark> onclick=&quot;x&quot;&gt;bold&lt;/<mark>b</mark>&gt;"
 
 
 def test_snippet_matches_ignore_case_and_accents():
@@ -351,7 +352,8 @@ def test_only_text_rows_are_indexed_not_labels_settings_or_textless_assistant_tu
     assert ids_of("phases") == []  # custom state
     # b2000004, a tool-call-only assistant turn: neither its thinking nor its call is indexed.
     assert ids_of("should look") == []
-    assert set(ids_of("cli.py")) == {"b2000001", "b2000005", "d4000001"}  # b2000001: "CLI … Python"
+    assert set(ids_of("cli.py")) == {"b2000005", "d4000001"}  # "py", two letters: a whole word only
+    assert ids_of("cli.pyt") == ["b2000001"]  # "CLI … Python"
     # A tool result: its call (the row text) and its output.
     assert ids_of("read import") == ["b2000005"]
     # The role is not a word of the text (the results page names it).
@@ -404,8 +406,8 @@ def test_a_large_import_through_the_writer_thread_is_indexed(tmp_path):
     texts = [f"message number {n} about {'walrus' if n % 3 == 0 else 'penguin'}" for n in range(4500)]
     sync_file(write_session(tmp_path / "big.jsonl", "big-session", texts))
 
-    assert EntryHits(parse_query("walrus")).count() == 1500
-    assert EntryHits(parse_query("penguin number")).count() == 3000
+    assert EntryHits(parse_query("walrus"), limit=5000).count() == 1500
+    assert EntryHits(parse_query("penguin number"), limit=5000).count() == 3000
 
 
 @pytest.mark.django_db
@@ -461,8 +463,7 @@ def test_the_database_uses_the_index_for_the_query(tmp_path):
         else:
             cursor.execute("ANALYZE treeview_entry")
             cursor.execute(
-                f"EXPLAIN SELECT id FROM treeview_entry WHERE {indexed('')} AND {PG_DOCUMENT} @@ {PG_QUERY}",
-                [query.tsquery()],
+                f"EXPLAIN SELECT id FROM treeview_entry WHERE {PG_COLUMN} @@ {PG_QUERY}", [query.tsquery()]
             )
             assert PG_INDEX in str(cursor.fetchall())
 
@@ -719,6 +720,34 @@ def test_hits_come_newest_session_first_then_in_file_order(tmp_path):
         ("older", "m0000000"),
         ("older", "m0000002"),
     ]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("limit", [2, 3, 5, 6, 11, 12, 50])
+def test_the_first_hits_are_found_session_by_session_when_sessions_grew_in_between(tmp_path, limit):
+    # "grown": 5 hits, then "other" is imported (4 hits), then "grown" grows by 4 more: its ids now span
+    # other's. The newest session (by activity) comes first: "other", then "grown".
+    grown = write_entries(tmp_path / "grown.jsonl", "grown", [user(f"walrus g{n}") for n in range(5)])
+    sync_file(grown)
+    sync_file(write_entries(tmp_path / "other.jsonl", "other", [user(f"walrus o{n}") for n in range(4)]))
+    write_entries(grown, "grown", [user("no match"), *(user(f"walrus g{n}") for n in range(5, 9))], mode="a")
+    assert sync_file(grown).status == "grown"
+    AgentSession.objects.filter(session_id="other").update(last_timestamp=datetime(2027, 1, 1, tzinfo=UTC))
+    expected = [("other", f"e{n:07d}") for n in range(4)]
+    expected += [("grown", f"e{n:07d}") for n in (*range(5), *range(6, 10))]
+
+    hits = EntryHits(parse_query("walrus"), limit=limit)
+    found = [(hit.session.session_id, hit.entry.entry_id) for hit in hits[0:limit]]
+
+    assert found == expected[:limit]
+    assert hits.count() == min(limit, len(expected))
+    assert hits.more == (len(expected) > limit)
+    # Only the sessions in scope, in the same order.
+    scoped = EntryHits(
+        parse_query("walrus"), sessions=AgentSession.objects.filter(session_id="grown"), limit=limit
+    )
+    grown_only = [e for e in expected if e[0] == "grown"]
+    assert [(h.session.session_id, h.entry.entry_id) for h in scoped[0:limit]] == grown_only[:limit]
 
 
 @pytest.mark.django_db

@@ -6,14 +6,19 @@ assistant turns without text), cut at 32 Ki characters an entry and 2,000 of too
 (:mod:`treeview.session.body_text`), and each session's title, working directory and id (a plain substring
 match: there are few sessions).
 
-The index (an FTS5 table on SQLite, a GIN index on PostgreSQL) lives in the database and follows the
-``treeview_entry`` table whatever writes it: see :mod:`treeview.search_index`.
+The index (an FTS5 table on SQLite, a stored, GIN-indexed ``tsvector`` column on PostgreSQL) lives in the
+database and follows the ``treeview_entry`` table whatever writes it: see :mod:`treeview.search_index`.
 
 A query is split on whitespace into tokens; an entry matches when every word of every token (its runs of
-letters and digits) starts a word of the text (a prefix match, like the selector's search as you type). The
+letters and digits) starts a word of the text (a prefix match, like the selector's search as you type); a word
+of one or two characters must be a whole word of the text (as a prefix it would match nearly every entry). The
 words are quoted by this module, so operators, quotes and parentheses in a query are only text. A session
-matches when every token occurs in its title, directory or id. Hits are not ranked: the most recently active
-session first, each session's hits in file order.
+matches when every token occurs in its title, directory or id.
+
+Hits are not ranked: the most recently active session first, each session's hits in file order, and only the
+first :data:`MAX_HITS` of them are counted and shown. That is what keeps a common word cheap: the entries are
+read session by session, newest first, in file order, until that many were found (:class:`EntryHits`), never
+every match of a word that occurs in a third of a large database.
 """
 
 from __future__ import annotations
@@ -34,15 +39,13 @@ from django.utils.safestring import SafeString, mark_safe
 from treeview.models import AgentSession, Entry
 from treeview.search_index import (
     FTS_TABLE,
-    PG_DOCUMENT,
+    PG_COLUMN,
     PG_INDEX,
     PG_QUERY,
     ensure_index,
     ensure_index_after_migrate,
-    indexed,
     install_body_index,
     install_index,
-    pg_document,
     remove_body_index,
     remove_index,
 )
@@ -54,6 +57,7 @@ __all__ = [
     "FTS_TABLE",
     "PG_INDEX",
     "BranchTarget",
+    "MAX_HITS",
     "EntryHits",
     "Hit",
     "SearchQuery",
@@ -72,6 +76,10 @@ __all__ = [
 #: Tokens and words of a query beyond these are ignored (a query is typed, not pasted files).
 MAX_TOKENS = 16
 MAX_WORDS = 16
+#: Words shorter than this match whole words only, longer ones every word they start.
+MIN_PREFIX = 3
+#: At most this many hits of a query are counted and can be paged through: the first ones in the order.
+MAX_HITS = 1000
 
 # -- the query ---------------------------------------------------------------------------------------------
 
@@ -91,12 +99,17 @@ class SearchQuery:
         return bool(self.tokens)
 
     def fts5(self) -> str:
-        """The FTS5 query: every word as a quoted prefix term (implicit AND). Words hold no quote."""
-        return " ".join(f'"{word}"*' for word in self.words)
+        """The FTS5 query: every word as a quoted (prefix) term (implicit AND). Words hold no quote."""
+        return " ".join(f'"{word}"*' if is_prefix(word) else f'"{word}"' for word in self.words)
 
     def tsquery(self) -> str:
-        """The ``to_tsquery`` text: every word as a quoted prefix lexeme, joined with ``&``."""
-        return " & ".join(f"'{word}':*" for word in self.words)
+        """The ``to_tsquery`` text: every word as a quoted (prefix) lexeme, joined with ``&``."""
+        return " & ".join(f"'{word}':*" if is_prefix(word) else f"'{word}'" for word in self.words)
+
+
+def is_prefix(word: str) -> bool:
+    """Whether ``word`` matches every word it starts (else only itself): :data:`MIN_PREFIX` characters on."""
+    return len(word) >= MIN_PREFIX
 
 
 def parse_query(text: str) -> SearchQuery:
@@ -121,6 +134,26 @@ def matching_sessions(query: SearchQuery, sessions: QuerySet[AgentSession] | Non
     return (AgentSession.objects.all() if sessions is None else sessions).filter(condition).newest_first()
 
 
+# The order of sessions in the results (as AgentSession.objects.newest_first()), for a row aliased "s".
+_SESSION_ORDER = "s.last_timestamp DESC NULLS LAST, s.id DESC"
+
+# SQLite: the smallest and largest entry id of a session (two index seeks).
+_SQLITE_SPAN = (
+    "SELECT (SELECT id FROM treeview_entry WHERE session_id = %s ORDER BY id LIMIT 1),"
+    " (SELECT id FROM treeview_entry WHERE session_id = %s ORDER BY id DESC LIMIT 1)"
+)
+# SQLite: a session's hits in id order (file order), FTS5 reading only the session's range of ids.
+_SQLITE_SESSION_HITS = (
+    f"SELECT f.rowid FROM {FTS_TABLE} f JOIN treeview_entry e ON e.id = f.rowid"
+    f" WHERE f.{FTS_TABLE} MATCH %s AND f.rowid BETWEEN %s AND %s AND e.session_id = %s"
+    " ORDER BY f.rowid LIMIT %s"
+)
+# SQLite: which of some ids (of a session's range) are the session's own, in order.
+_SQLITE_OWN = "SELECT id FROM treeview_entry WHERE session_id = %s AND id IN ({marks}) ORDER BY id"
+# SQLite: ids asked about at a time (below any SQLite's limit of variables in a statement).
+_SQLITE_CHUNK = 500
+
+
 @dataclass(frozen=True)
 class Hit:
     """One entry that matches, with what the results page shows of it."""
@@ -130,20 +163,36 @@ class Hit:
 
 
 class EntryHits:
-    """The entries matching a query, for a ``Paginator``: ``count()`` and slices, each one query.
+    """The first ``limit`` (:data:`MAX_HITS`) entries matching a query, for a ``Paginator``: ``count()`` (at
+    most ``limit``; :attr:`more` says whether more match) and slices.
 
     Order: the session with the latest activity first (``AgentSession.objects.newest_first()``), then each
     session's hits in file order, so that the hits of a session stay together. ``sessions`` (default: all)
     limits the hits to those sessions (the ones the user may see, treeview/access.py).
+
+    How they are found (one search reads only what it shows, whatever the size of the database):
+
+    * a probe asks the index for ``limit + 1`` matches in any order (it stops there). Fewer: a rare word,
+      every match is known, and one query sorts them;
+    * more: the sessions are walked newest first, each one's entries in file order through the
+      ``(session, seq)`` index, each tested against the index, until ``limit + 1`` hits are found. A common
+      word stops after a few hundred entries of the newest session. PostgreSQL does the walk in one statement
+      (a ``LATERAL`` join under an incremental sort); SQLite in one small statement per session.
     """
 
     def __init__(
-        self, query: SearchQuery, using: str | None = None, sessions: QuerySet[AgentSession] | None = None
+        self,
+        query: SearchQuery,
+        using: str | None = None,
+        sessions: QuerySet[AgentSession] | None = None,
+        limit: int = MAX_HITS,
     ) -> None:
         self.query = query
         self.using = using or router.db_for_read(Entry)
-        self._count: int | None = None
-        # The scope as SQL: "AND e.session_id IN (…)", or nothing; an empty scope finds nothing.
+        self.limit = limit
+        self._ids: list[int] | None = None
+        self._sessions = sessions
+        # The scope as SQL: a query of session ids, or nothing; an empty scope finds nothing.
         self._scope_sql = ""
         self._scope_params: tuple[Any, ...] = ()
         self._nothing = False
@@ -153,13 +202,16 @@ class EntryHits:
             except EmptyResultSet:
                 self._nothing = True
             else:
-                self._scope_sql = f" AND e.session_id IN ({sql})"
+                self._scope_sql = sql
                 self._scope_params = tuple(params)
 
     def count(self) -> int:
-        if self._count is None:
-            self._count = self._fetch_count() if self.query.words and not self._nothing else 0
-        return self._count
+        return min(len(self._found()), self.limit)
+
+    @property
+    def more(self) -> bool:
+        """Whether more than ``limit`` entries match (only the first ``limit`` are counted and shown)."""
+        return len(self._found()) > self.limit
 
     def __len__(self) -> int:
         return self.count()
@@ -168,57 +220,126 @@ class EntryHits:
         if not isinstance(index, slice) or index.step is not None:
             raise TypeError("EntryHits only takes slices")
         start = index.start or 0
-        stop = self.count() if index.stop is None else index.stop
-        if not self.query.words or self._nothing or stop <= start:
+        stop = self.count() if index.stop is None else min(index.stop, self.count())
+        if stop <= start:
             return []
-        return self._load(self._page_ids(start, stop - start))
+        return self._load(self._found()[start:stop])
+
+    def _found(self) -> list[int]:
+        """The ids of the first ``limit + 1`` hits, in order."""
+        if self._ids is None:
+            self._ids = [] if not self.query.words or self._nothing else self._first(self.limit + 1)
+        return self._ids
 
     def _cursor(self) -> Any:
         return connections[self.using].cursor()
 
-    def _fetch_count(self) -> int:
-        connection = connections[self.using]
-        if connection.vendor == "postgresql" and self._scope_sql:
-            match = f"{indexed('e')} AND {pg_document('e.body_text')} @@ {PG_QUERY}"
-            sql = f"SELECT count(*) FROM treeview_entry e WHERE {match}{self._scope_sql}"
-            params = [self.query.tsquery()]
-        elif connection.vendor == "postgresql":
-            sql = f"SELECT count(*) FROM treeview_entry WHERE {indexed('')} AND {PG_DOCUMENT} @@ {PG_QUERY}"
-            params = [self.query.tsquery()]
-        elif self._scope_sql:
-            sql = (
-                f"SELECT count(*) FROM {FTS_TABLE} JOIN treeview_entry e ON e.id = {FTS_TABLE}.rowid"
-                f" WHERE {FTS_TABLE} MATCH %s{self._scope_sql}"
-            )
-            params = [self.query.fts5()]
-        else:
-            sql = f"SELECT count(*) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s"
-            params = [self.query.fts5()]
-        with self._cursor() as cursor:
-            cursor.execute(sql, [*params, *self._scope_params])
-            return int(cursor.fetchone()[0])
+    def _pg(self) -> bool:
+        return bool(connections[self.using].vendor == "postgresql")
 
-    def _page_ids(self, offset: int, limit: int) -> list[int]:
-        connection = connections[self.using]
-        if connection.vendor == "postgresql":
-            # The tsquery is a constant expression, so the planner can use the index.
+    def _first(self, wanted: int) -> list[int]:
+        if not self._pg():
+            return self._walk_sqlite(wanted)
+        if self._fewer_than(wanted):
+            return self._sorted(wanted)
+        return self._walk_pg(wanted)
+
+    def _fewer_than(self, wanted: int) -> bool:
+        """Whether fewer than ``wanted`` entries of all sessions match (the index stops at ``wanted``)."""
+        if self._pg():
+            sql = f"SELECT count(*) FROM (SELECT 1 FROM treeview_entry e WHERE {self._pg_match()} LIMIT %s) m"
+        else:
+            sql = (
+                f"SELECT count(*) FROM (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s LIMIT %s) m"
+            )
+        with self._cursor() as cursor:
+            cursor.execute(sql, [self._index_query(), wanted])
+            return int(cursor.fetchone()[0]) < wanted
+
+    def _index_query(self) -> str:
+        return self.query.tsquery() if self._pg() else self.query.fts5()
+
+    def _pg_match(self) -> str:
+        # The tsquery is a constant expression, so the planner can use the index.
+        return f"e.{PG_COLUMN} @@ {PG_QUERY}"
+
+    def _scope(self, column: str) -> str:
+        return f" AND {column} IN ({self._scope_sql})" if self._scope_sql else ""
+
+    def _sorted(self, wanted: int) -> list[int]:
+        """The first ``wanted`` hits by one sorting query: for a query with few matches in all."""
+        if self._pg():
             source = "treeview_entry e"
-            match = f"{indexed('e')} AND {pg_document('e.body_text')} @@ {PG_QUERY}"
-            params: list[Any] = [self.query.tsquery()]
+            match = self._pg_match()
         else:
             source = f"{FTS_TABLE} JOIN treeview_entry e ON e.id = {FTS_TABLE}.rowid"
             match = f"{FTS_TABLE} MATCH %s"
-            params = [self.query.fts5()]
-        # No relevance ranking: PostgreSQL would parse the text of every hit again for ts_rank (seconds for a
-        # common word in 100,000 entries), and the two databases would rank differently.
         sql = (
             f"SELECT e.id FROM {source} JOIN treeview_agentsession s ON s.id = e.session_id"
-            f" WHERE {match}{self._scope_sql}"
-            " ORDER BY s.last_timestamp DESC NULLS LAST, s.id DESC, e.seq, e.id LIMIT %s OFFSET %s"
+            f" WHERE {match}{self._scope('e.session_id')}"
+            f" ORDER BY {_SESSION_ORDER}, e.seq, e.id LIMIT %s"
         )
         with self._cursor() as cursor:
-            cursor.execute(sql, [*params, *self._scope_params, limit, offset])
+            cursor.execute(sql, [self._index_query(), *self._scope_params, wanted])
             return [row[0] for row in cursor.fetchall()]
+
+    def _walk_pg(self, wanted: int) -> list[int]:
+        """The first ``wanted`` hits, walking the sessions newest first and each one's entries in file order.
+
+        The planner sorts the sessions, runs the inner query per session (it reads the entries of the session
+        in ``seq`` order and stops at ``wanted`` hits, or intersects the word's index with the session's
+        entries, whichever it expects to be cheaper) and stops asking sessions once ``wanted`` hits are in
+        (an incremental sort: the rows come sorted by session already).
+        """
+        where = f" WHERE s.id IN ({self._scope_sql})" if self._scope_sql else ""
+        sql = (
+            "SELECT x.id FROM (SELECT s.id, s.last_timestamp FROM treeview_agentsession s"
+            f"{where}) s CROSS JOIN LATERAL (SELECT e.id, e.seq FROM treeview_entry e"
+            f" WHERE e.session_id = s.id AND {self._pg_match()} ORDER BY e.seq LIMIT %s) x"
+            f" ORDER BY {_SESSION_ORDER}, x.seq LIMIT %s"
+        )
+        with self._cursor() as cursor:
+            cursor.execute(sql, [*self._scope_params, self.query.tsquery(), wanted, wanted])
+            return [row[0] for row in cursor.fetchall()]
+
+    def _walk_sqlite(self, wanted: int) -> list[int]:
+        """The first ``wanted`` hits on SQLite, with at most two full-text statements.
+
+        An FTS5 statement with a prefix term merges the lists of every word with that prefix (a third of a
+        second for ``con`` in 570,000 entries) whatever it is limited to, so there is no statement per
+        session: the newest session is asked first (its range of entry ids, in id order, which is file order:
+        a session's entries are stored in file order), which is all a common word needs; otherwise every
+        match is listed once (ids only) and divided among the sessions by their ranges of ids, a session's
+        own entries told apart from others' in its range (a session that grew has later ids).
+        """
+        sessions = AgentSession.objects.all() if self._sessions is None else self._sessions
+        order = list(sessions.using(self.using).newest_first().values_list("pk", flat=True))
+        fts = self.query.fts5()
+        found: list[int] = []
+        matches: list[int] | None = None
+        with self._cursor() as cursor:
+            for pk in order:
+                cursor.execute(_SQLITE_SPAN, [pk, pk])
+                low, high = cursor.fetchone()
+                if low is None:
+                    continue
+                if matches is None:
+                    cursor.execute(_SQLITE_SESSION_HITS, [fts, low, high, pk, wanted])
+                    found.extend(row[0] for row in cursor.fetchall())
+                    if len(found) >= wanted:
+                        return found
+                    cursor.execute(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [fts])
+                    matches = [row[0] for row in cursor.fetchall()]
+                    continue
+                candidates = matches[bisect.bisect_left(matches, low) : bisect.bisect_right(matches, high)]
+                for start in range(0, len(candidates), _SQLITE_CHUNK):
+                    chunk = candidates[start : start + _SQLITE_CHUNK]
+                    marks = ", ".join(["%s"] * len(chunk))
+                    cursor.execute(_SQLITE_OWN.format(marks=marks), [pk, *chunk])
+                    found.extend(row[0] for row in cursor.fetchall())
+                    if len(found) >= wanted:
+                        return found[:wanted]
+        return found
 
     def _load(self, ids: list[int]) -> list[Hit]:
         fields = ("id", "session_id", "entry_id", "type", "role", "timestamp", "ts", "text", "body_text")
@@ -299,13 +420,18 @@ def _fold(text: str) -> _Folded:
 
 
 def _word_starts(folded: str, needle: str, start: int = 0, stop: int | None = None) -> Iterator[int]:
-    """Where ``needle`` starts a word of ``folded`` (is not preceded by a letter or digit): the matches that
-    begin in ``[start, stop)``, in order."""
+    """Where ``needle`` starts a word of ``folded`` (is not preceded by a letter or digit; a needle shorter
+    than :data:`MIN_PREFIX` is the whole word, not followed by one either): the matches that begin in
+    ``[start, stop)``, in order."""
     stop = len(folded) if stop is None else stop
     limit = stop + len(needle) - 1
+    whole = not is_prefix(needle)
     at = folded.find(needle, start, limit)
     while at != -1:
-        if at == 0 or not folded[at - 1].isalnum():
+        end = at + len(needle)
+        if (at == 0 or not folded[at - 1].isalnum()) and not (
+            whole and end < len(folded) and folded[end].isalnum()
+        ):
             yield at
         at = folded.find(needle, at + 1, limit)
 

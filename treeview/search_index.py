@@ -7,13 +7,17 @@ The index follows the ``treeview_entry`` table whatever writes it (the import's 
 * SQLite: an external-content FTS5 table ``treeview_entry_body`` (rowid = ``Entry.id``; FTS5 keeps the
   index only, the text stays in ``treeview_entry``) kept in step by triggers. The ``unicode61
   remove_diacritics 2`` tokenizer: words are runs of letters and digits, case and accents folded.
-* PostgreSQL: a partial GIN index on ``to_tsvector('simple', …)`` of the same text (an expression index, so
-  ``COPY`` maintains it). ASCII punctuation is turned into spaces first, so that words are the same runs of
-  letters and digits as on SQLite (the default parser would otherwise keep ``src/app.py`` as one word).
-  ``simple`` folds case but not accents.
+* PostgreSQL: a stored generated column ``body_tsv`` (``to_tsvector('simple', …)`` of the same text, NULL for
+  an entry without a body) and a GIN index on it. The database computes the column on every insert, ``COPY``
+  included. ASCII punctuation is turned into spaces first, so that words are the same runs of letters and
+  digits as on SQLite (the default parser would otherwise keep ``src/app.py`` as one word). ``simple`` folds
+  case but not accents. The column is stored, not only indexed, so that a query can test an entry without
+  parsing its text again: the search walks a session's entries in file order and tests each (see
+  :mod:`treeview.search`), and a bitmap that outgrows ``work_mem`` rechecks its rows.
 
-Migration 0002 made a first index on ``search_text`` (the selector's 200 characters); 0003 replaces it with
-this one on ``body_text``. Both stay defined here, for migrating forwards and back.
+Migration 0002 made a first index on ``search_text`` (the selector's 200 characters); 0003 replaced it with an
+expression index on ``body_text``; 0007 with the stored column. All stay defined here, for migrating forwards
+and back.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from django.db.migrations.recorder import MigrationRecorder
 __all__ = [
     "FTS_TABLE",
     "INDEX_MIGRATION",
+    "PG_COLUMN",
     "PG_DOCUMENT",
     "PG_INDEX",
     "PG_QUERY",
@@ -35,14 +40,18 @@ __all__ = [
     "indexed",
     "install_body_index",
     "install_index",
+    "install_tsv_index",
     "pg_document",
     "remove_body_index",
     "remove_index",
+    "remove_tsv_index",
 ]
 
-INDEX_MIGRATION = "0003_entry_body_text"
+# The migration that makes the current index (the integrator may renumber it: keep this name in step).
+INDEX_MIGRATION = "0007_search_body_tsv"
 FTS_TABLE = "treeview_entry_body"
-PG_INDEX = "treeview_entry_body_gin"
+PG_COLUMN = "body_tsv"
+PG_INDEX = "treeview_entry_body_tsv_gin"
 _TRIGGERS = ("treeview_entry_body_ai", "treeview_entry_body_ad", "treeview_entry_body_au")
 
 
@@ -97,9 +106,25 @@ _SQLITE_REMOVE = (
     f"DROP TABLE IF EXISTS {FTS_TABLE}",
 )
 _PG_INSTALL = (
-    f"CREATE INDEX IF NOT EXISTS {PG_INDEX} ON treeview_entry USING gin ({PG_DOCUMENT}) WHERE {indexed('')}",
+    # Rewrites the table once (every row gets its value); later inserts and COPY compute it.
+    f"ALTER TABLE treeview_entry ADD COLUMN IF NOT EXISTS {PG_COLUMN} tsvector"
+    f" GENERATED ALWAYS AS (CASE WHEN {indexed('')} THEN {PG_DOCUMENT} END) STORED",
+    f"CREATE INDEX IF NOT EXISTS {PG_INDEX} ON treeview_entry USING gin ({PG_COLUMN})"
+    f" WHERE {PG_COLUMN} IS NOT NULL",
 )
-_PG_REMOVE = (f"DROP INDEX IF EXISTS {PG_INDEX}",)
+_PG_REMOVE = (
+    f"DROP INDEX IF EXISTS {PG_INDEX}",
+    f"ALTER TABLE treeview_entry DROP COLUMN IF EXISTS {PG_COLUMN}",
+)
+
+# The index of migration 0003: an expression index on body_text (SQLite: the same FTS5 table as now).
+_V3_MIGRATION = "0003_entry_body_text"
+_V3_PG_INDEX = "treeview_entry_body_gin"
+_V3_PG_INSTALL = (
+    f"CREATE INDEX IF NOT EXISTS {_V3_PG_INDEX} ON treeview_entry"
+    f" USING gin ({PG_DOCUMENT}) WHERE {indexed('')}",
+)
+_V3_PG_REMOVE = (f"DROP INDEX IF EXISTS {_V3_PG_INDEX}",)
 
 # The first index (migration 0002), on the selector's search text: only what migrating to 0002, or back to
 # it, needs. An FTS5 table with its own copy of the text.
@@ -162,6 +187,15 @@ _CURRENT = _IndexSql(
     _PG_INSTALL,
     _PG_REMOVE,
 )
+_V3 = _IndexSql(
+    (FTS_TABLE, *_TRIGGERS),
+    _SQLITE_INSTALL,
+    _SQLITE_REBUILD,
+    _SQLITE_REMOVE,
+    _V3_PG_INDEX,
+    _V3_PG_INSTALL,
+    _V3_PG_REMOVE,
+)
 _V2 = _IndexSql(
     (_V2_FTS_TABLE, *_V2_TRIGGERS),
     _V2_SQLITE_INSTALL,
@@ -213,12 +247,27 @@ def remove_index(apps: Any, schema_editor: Any) -> None:
 
 def install_body_index(apps: Any, schema_editor: Any) -> None:
     """Migration 0003: create the index on ``body_text`` (and fill it from the stored entries)."""
-    _ensure(_CURRENT, schema_editor.connection.alias)
+    _ensure(_V3, schema_editor.connection.alias)
 
 
 def remove_body_index(apps: Any, schema_editor: Any) -> None:
     """Migration 0003 backwards: drop the index on ``body_text``."""
-    _remove(_CURRENT, schema_editor.connection)
+    _remove(_V3, schema_editor.connection)
+
+
+def install_tsv_index(apps: Any, schema_editor: Any) -> None:
+    """Migration 0007 (PostgreSQL): the stored ``body_tsv`` column and its index replace the expression index.
+    SQLite keeps its FTS5 table."""
+    if schema_editor.connection.vendor == "postgresql":
+        _ensure(_CURRENT, schema_editor.connection.alias)
+        _remove(_V3, schema_editor.connection)
+
+
+def remove_tsv_index(apps: Any, schema_editor: Any) -> None:
+    """Migration 0007 backwards: the expression index of 0003 again."""
+    if schema_editor.connection.vendor == "postgresql":
+        _ensure(_V3, schema_editor.connection.alias)
+        _remove(_CURRENT, schema_editor.connection)
 
 
 def ensure_index(using: str = DEFAULT_DB_ALIAS) -> bool:
@@ -240,5 +289,7 @@ def ensure_index_after_migrate(sender: Any, using: str = DEFAULT_DB_ALIAS, **kwa
     applied = recorder.applied_migrations()
     if ("treeview", INDEX_MIGRATION) in applied:
         _ensure(_CURRENT, using)
+    elif ("treeview", _V3_MIGRATION) in applied:
+        _ensure(_V3, using)
     elif ("treeview", _V2_MIGRATION) in applied:
         _ensure(_V2, using)

@@ -20,7 +20,7 @@ from operator import itemgetter
 from typing import Any
 
 import orjson
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.conf import settings
 
 from treeview import explorer
@@ -208,12 +208,12 @@ async def navigate(
     hooks = hook_runner()
     async with _lock(session_pk):
         needs_entries = summarize or hooks.has_handlers(SESSION_BEFORE_TREE)
-        session, plan = await sync_to_async(_plan)(session_pk, target_id, needs_entries)
+        session, plan = await database_sync_to_async(_plan)(session_pk, target_id, needs_entries)
         if plan.is_noop:
             return NavigationOutcome("noop", session.leaf_id)
         # What extensions may ask about the session (labels, entries), read now while the ORM is at hand.
         with_hooks = hooks.has_handlers(SESSION_BEFORE_TREE) or hooks.has_handlers(SESSION_TREE)
-        labels, entries = await sync_to_async(stored_view)(session) if with_hooks else ({}, None)
+        labels, entries = await database_sync_to_async(stored_view)(session) if with_hooks else ({}, None)
         abandoned = len(plan.abandoned_ids)
         await progress({"phase": "collecting", "entries": abandoned})
 
@@ -245,12 +245,12 @@ async def navigate(
             return NavigationOutcome(
                 "cancelled", session.leaf_id, abandoned=abandoned, aborted=decision.aborted or signal.aborted
             )
-        summary_id = await sync_to_async(_apply)(session, plan, decision)
+        summary_id = await database_sync_to_async(_apply)(session, plan, decision)
 
     if hooks.has_handlers(SESSION_TREE):
         summary_entry = None
         if summary_id is not None:
-            found = await sync_to_async(load_entries)(session, [summary_id])
+            found = await database_sync_to_async(load_entries)(session, [summary_id])
             summary_entry = found[0] if found else None
         with hook_context(session, labels, entries=entries):
             await hooks.emit(

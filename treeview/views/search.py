@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
@@ -16,8 +17,10 @@ from django.views.decorators.vary import vary_on_headers
 
 from treeview import explorer
 from treeview.access import session_scope, visible_sessions
+from treeview.interactive import QueryTimeout, run_interactive
 from treeview.models import AgentSession
 from treeview.search import (
+    MAX_HITS,
     EntryHits,
     Hit,
     SearchQuery,
@@ -96,29 +99,22 @@ def _groups(hits: list[Hit], query: SearchQuery, shared: set[str]) -> list[HitGr
     return groups
 
 
-@require_safe
-@vary_on_headers("HX-Request")
-def search(request: HttpRequest) -> TemplateResponse:
-    """Entries (title, directory and id of sessions too) matching every word of ``q``, grouped by session."""
-    form = SearchForm(request.GET)
-    if not form.is_valid():
-        if "q" in form.errors:
-            raise BadRequest("malformed query: too long, or a NUL character")
-        form = SearchForm({"q": request.GET.get("q", "")})
-        form.is_valid()
-    query = parse_query(form.cleaned_data["q"] or "")
-    scope = session_scope(request.user)  # only the sessions this user may see
-    hits_found = EntryHits(query, sessions=scope)
-    page = Paginator(hits_found, HITS_PER_PAGE).get_page(form.cleaned_data.get("page") or 1)
+def _duration(ms: int) -> str:
+    """``5 s``, ``0.2 s``, ``50 ms`` (a non-breaking space before the unit)."""
+    return f"{ms / 1000:g}\u00a0s" if ms >= 100 else f"{ms}\u00a0ms"
+
+
+def _results(user: Any, query: SearchQuery, page_number: int) -> dict[str, Any]:
+    """What the results page shows (every query run here: the caller runs this in a worker thread)."""
+    scope = session_scope(user)  # only the sessions this user may see
+    hits_found = EntryHits(query, sessions=scope, limit=MAX_HITS)
+    page = Paginator(hits_found, HITS_PER_PAGE).get_page(page_number)
     hits: list[Hit] = list(page.object_list)
     sessions = list(matching_sessions(query, scope)[: SESSIONS_SHOWN + 1]) if page.number == 1 else []
-    shared = shared_ids(
-        [hit.session.session_id for hit in hits] + [s.session_id for s in sessions], request.user
-    )
-    context = {
-        "form": form,
-        "query": query,
+    shared = shared_ids([hit.session.session_id for hit in hits] + [s.session_id for s in sessions], user)
+    return {
         "page_obj": page,
+        "more_hits": hits_found.more,
         "groups": _groups(hits, query, shared),
         "session_matches": [
             SessionMatch(match, session_links(match, pick_copy=match.session_id in shared))
@@ -128,8 +124,35 @@ def search(request: HttpRequest) -> TemplateResponse:
         "previous_url": _page_url(query, page.previous_page_number()) if page.has_previous() else None,
         "next_url": _page_url(query, page.next_page_number()) if page.has_next() else None,
     }
+
+
+@require_safe
+@vary_on_headers("HX-Request")
+async def search(request: HttpRequest) -> TemplateResponse:
+    """Entries (title, directory and id of sessions too) matching every word of ``q``, grouped by session.
+
+    Async, so that a client who leaves stops the search: the queries run in a worker thread under the
+    interactive time limit (treeview/interactive.py) and are cancelled with the request. A search stopped by
+    the limit gets a page that says so (503; 200 to htmx, which swaps only successful answers).
+    """
+    form = SearchForm(request.GET)
+    if not form.is_valid():
+        if "q" in form.errors:
+            raise BadRequest("malformed query: too long, or a NUL character")
+        form = SearchForm({"q": request.GET.get("q", "")})
+        form.is_valid()
+    query = parse_query(form.cleaned_data["q"] or "")
+    context: dict[str, Any] = {"form": form, "query": query, "max_hits": f"{MAX_HITS:,}"}
+    status = 200
+    page = form.cleaned_data.get("page") or 1
+    if query:
+        try:
+            context |= await run_interactive(_results, request.user, query, page)
+        except QueryTimeout as stopped:
+            context["timed_out_after"] = _duration(stopped.timeout_ms)
+            status = 200 if htmx_target(request) is not None else 503
     template = SEARCH_TEMPLATE if htmx_target(request) is None else SEARCH_TEMPLATE + "#session-list"
-    return TemplateResponse(request, template, context)
+    return TemplateResponse(request, template, context, status=status)
 
 
 @require_safe
