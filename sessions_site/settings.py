@@ -69,6 +69,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Last: it sees a view's Http404 first, for our 404 page rather than the debug page (treeview/errors.py).
+    "treeview.errors.NotFoundMiddleware",
 ]
 
 ROOT_URLCONF = "sessions_site.urls"
