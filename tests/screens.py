@@ -3,8 +3,9 @@
 A live daphne (tests/browser.py) serves a fresh database with the sample sessions (samples/ and
 tests/data/real), a comment, a review status and a share link; headless Chromium visits every screen at a
 1440x900 desktop and a 390x844 phone, light and dark, and writes ``<screen>-<size>-<scheme>.png`` into DIR.
-It reports, per screen, what a person would notice: a page wider than the window, console errors and
-Content-Security-Policy violations. The exit status is 1 when any screen has such a problem.
+It reports, per screen, what a person would notice: a page wider than the window, text below WCAG AA
+contrast, console errors and Content-Security-Policy violations. The exit status is 1 when any screen has
+such a problem.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ review.set_review_status(session, session.leaf_id, "approved", user)
 link, token = share.create_link(user, session, leaf_id=session.leaf_id, note="for the pull request")
 Path("{{token_file}}").write_text(token)
 """
+
+#: A function (for page.evaluate) listing the texts below WCAG AA contrast.
+CONTRAST_CHECK = (
+    (Path(__file__).resolve().parent / "contrast.js").read_text(encoding="utf-8").split("\n", 2)[2]
+)
 
 # Collects CSP violations into window.__cspViolations (read after each screen).
 CSP_LISTENER = """
@@ -126,6 +132,8 @@ def tour(base_url: str, token: str, out: Path, only: set[str] | None = None) -> 
                     wide = page.evaluate("document.documentElement.scrollWidth")
                     if wide > width:
                         findings.add(shot, f"{wide} px wide in a {width} px window")
+                    for low in page.evaluate(CONTRAST_CHECK):
+                        findings.add(shot, f"contrast: {low}")
                     for violation in page.evaluate("window.__cspViolations || []"):
                         findings.add(shot, f"CSP violation: {violation}")
                     for error in errors:
@@ -164,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     if findings.problems:
         print(f"screens: {len(findings.problems)} screenshots show a problem (above)", file=sys.stderr)
         return 1
-    print("screens: no page wider than its window, no console error, no CSP violation")
+    print("screens: no page wider than its window, no low contrast, no console error, no CSP violation")
     return 0
 
 

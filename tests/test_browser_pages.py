@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser import BENIGN_CONSOLE_ERRORS, BROWSER_MARKS, REPO, TIMEOUT_MS, live_server
-from tests.screens import CSP_LISTENER, SETUP, SHOWCASE_ID
+from tests.screens import CONTRAST_CHECK, CSP_LISTENER, SETUP, SHOWCASE_ID
 
 pytestmark = BROWSER_MARKS
 
@@ -116,6 +116,24 @@ def test_no_page_is_wider_than_a_phone(browser: Browser, server: tuple[str, str]
     context.close()
 
     assert wide == {}
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_text_meets_wcag_aa_contrast(browser: Browser, server: tuple[str, str], scheme: str) -> None:
+    url, token = server
+    context = browser.new_context(color_scheme=scheme)
+    context.set_default_timeout(TIMEOUT_MS)
+    tab = context.new_page()
+    low = {}
+    for path in pages(token):
+        tab.goto(url + path)
+        tab.wait_for_load_state("networkidle")
+        found = tab.evaluate(CONTRAST_CHECK)
+        if found:
+            low[path] = found
+    context.close()
+
+    assert low == {}
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
