@@ -78,6 +78,16 @@ def _context_tab(page: Page) -> None:
         page.wait_for_timeout(500)
 
 
+def _click_then_wait(selector: str, opened: str) -> Callable[[Page], None]:
+    def act(page: Page) -> None:
+        target = page.locator(selector).first
+        if target.count():
+            target.click()
+            page.locator(opened).first.wait_for(state="visible", timeout=5000)
+
+    return act
+
+
 def screens(token: str) -> list[Screen]:
     detail = f"/s/{SHOWCASE_ID}/"
     listed = [
@@ -93,6 +103,14 @@ def screens(token: str) -> list[Screen]:
         *listed,
         *session,
         Screen("session-context", detail, act=_context_tab),
+        # The first prompt carries the setup's comment.
+        Screen("session-comments", f"{detail}?targetId=5c000003"),
+        Screen("dialog-navigate", detail, act=_click_then_wait("#go-here", "dialog#navigator[open]")),
+        Screen(
+            "dialog-branch",
+            detail,
+            act=_click_then_wait("[data-branch-picker-open]", "dialog#branch-picker[open]"),
+        ),
         Screen("share-preview", f"{detail}share/"),
         Screen("share-page", f"/share/{token}/"),
         Screen("shared-links", "/shared/"),
