@@ -69,6 +69,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Last: it sees a view's Http404 first, for our 404 page rather than the debug page (treeview/errors.py).
+    "treeview.errors.NotFoundMiddleware",
 ]
 
 ROOT_URLCONF = "sessions_site.urls"
@@ -146,10 +148,12 @@ if not DEBUG:
         WHITENOISE_USE_FINDERS = True
 
 # Where import_sessions and watch_sessions look for *.jsonl files by default (searched recursively);
-# ARBOR_SAMPLE=1 (./arbor run --sample) points them at the sample sessions in tests/data.
+# ARBOR_SAMPLE=1 (./arbor run --sample) points them at the sample sessions: the showcase in samples/
+# (python -m treeview.session showcase) and the real sessions of tests/data/real, never the test fixtures.
 ARBOR_SAMPLE = env.get_bool("ARBOR_SAMPLE", False)
+SAMPLE_SESSION_DIRS = [BASE_DIR / "samples", BASE_DIR / "tests" / "data" / "real"]
 # Otherwise the agents' own directories (treeview/session/locations.py, shared with the push client).
-_default_session_dirs = [BASE_DIR / "tests" / "data"] if ARBOR_SAMPLE else agent_session_dirs()
+_default_session_dirs = SAMPLE_SESSION_DIRS if ARBOR_SAMPLE else agent_session_dirs()
 ARBOR_SESSION_DIRS = env.get_paths("ARBOR_SESSION_DIRS", _default_session_dirs, base_dir=BASE_DIR)
 
 # Uploads: largest accepted session file, in MB (the request body limit follows it).

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from treeview import errors
 from treeview.ingest import urls as ingest_urls
 from treeview.throttle import (
     ThrottledAdminAuthenticationForm,
@@ -15,6 +16,8 @@ admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns = [
     path("", include("treeview.urls")),
+    # Browsers ask for /favicon.ico by themselves (pages link the SVG): the same icon, no 404 in the log.
+    path("favicon.ico", errors.favicon, name="favicon"),
     # Accounts (treeview/access.py decides who needs to be signed in).
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -27,3 +30,8 @@ urlpatterns = [
     path("api/v1/", include(ingest_urls.api_patterns)),
     path("admin/", admin.site.urls),
 ]
+
+# Arbor's own error pages (treeview/errors.py), when DEBUG is off.
+handler403 = "treeview.errors.permission_denied"
+handler404 = "treeview.errors.page_not_found"
+handler500 = "treeview.errors.server_error"

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-CHROMIUM = "/usr/bin/chromium"
+#: Debian's Chromium; ARBOR_CHROMIUM points elsewhere (a missing path skips the browser tests).
+CHROMIUM = os.environ.get("ARBOR_CHROMIUM", "/usr/bin/chromium")
 REPO = Path(__file__).resolve().parent.parent
 
 #: Apply to a browser test module: ``pytestmark = BROWSER_MARKS``.

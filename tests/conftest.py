@@ -49,10 +49,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 _LEFT_TO_SQLITE = pytest.StashKey[int]()
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+def _say_what_the_postgres_run_left(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     left = config.stash.get(_LEFT_TO_SQLITE, 0)
     if left:
         terminalreporter.write_line(
             f"PostgreSQL run: {left} tests that never touch the database (the pure core, the browser tests "
             "on their own SQLite servers) are left to the SQLite run; ARBOR_TEST_ALL=1 runs them here too."
         )
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    _say_what_the_postgres_run_left(terminalreporter, config)
+    _say_loudly_when_chromium_is_missing(terminalreporter)
+
+
+def _say_loudly_when_chromium_is_missing(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say loudly when the browser tests did not run for want of Chromium (each skip is one quiet "s")."""
+    from tests.browser import CHROMIUM
+
+    skipped = [
+        report
+        for report in terminalreporter.stats.get("skipped", [])
+        if "browser" in getattr(report, "keywords", {}) and CHROMIUM in str(report.longrepr)
+    ]
+    if not skipped:
+        return
+    terminalreporter.write_sep("!", f"{len(skipped)} BROWSER TESTS WERE SKIPPED", red=True, bold=True)
+    terminalreporter.write_line(
+        f"Chromium is missing at {CHROMIUM}: the journeys in a real browser (opening sessions, the tree, "
+        "phone layouts, console errors) were NOT checked.",
+        red=True,
+    )
+    terminalreporter.write_line(
+        "Install it and run again: sudo apt-get install chromium   (Debian/Ubuntu; .ci/run does this)",
+        red=True,
+    )

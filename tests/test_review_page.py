@@ -180,3 +180,18 @@ def test_a_request_reads_a_bounded_number_of_entries(world: World, monkeypatch: 
     monkeypatch.setattr(review_views, "WAITING_ENTRIES", 1)
     first = _section(_page(world, "member"), "waiting")
     assert (SECRETS[0] in first) != (LONG_TITLE in first) and 'href="/review/?waiting=1"' in first
+
+
+@pytest.mark.django_db
+def test_copies_of_one_session_are_told_apart_by_file(client: Client, tmp_path: Path, settings: Any) -> None:
+    from tests.reference import import_fixture
+
+    settings.ARBOR_WRITE_BACK = False
+    first = import_fixture(tmp_path, "v3_branching_labels.jsonl")
+    (tmp_path / "backup").mkdir()
+    import_fixture(tmp_path / "backup", "v3_branching_labels.jsonl")
+
+    waiting = _section(client.get("/review/").content.decode(), "waiting")
+
+    assert f'<span class="copy-note muted">backup/{Path(first.source_path).name}</span>' in waiting
+    assert f'<span class="copy-note muted">{tmp_path.name}/{Path(first.source_path).name}</span>' in waiting

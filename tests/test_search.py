@@ -888,3 +888,29 @@ def test_opening_an_unknown_or_malformed_hit_is_not_found(client, tmp_path):
     assert client.get("/search/open/", {"session": "x", "entry": "b2000003"}).status_code == 404
     assert client.get("/search/open/").status_code == 404
     assert Entry.objects.filter(session=session).count() == session.entry_count
+
+
+@pytest.mark.django_db
+def test_results_are_headed_by_the_sessions_title_not_its_id(client, tmp_path):
+    session = import_fixture(tmp_path, BRANCHING)
+    assert session.title == ""
+
+    hits = client.get("/search/", {"q": "subcommands"}).content.decode()
+    by_id = client.get("/search/", {"q": session.session_id[:8]}).content.decode()
+
+    prompt = "Write a CLI argument parser in Python."
+    assert f'<a href="/s/{session.session_id}/">{prompt}</a>' in hits
+    assert f'<a href="/s/{session.session_id}/">{prompt}</a>' in by_id
+    assert f">{session.session_id}</a>" not in hits + by_id
+
+
+@pytest.mark.django_db
+def test_copies_in_results_are_told_apart_by_file(client, tmp_path):
+    import_fixture(tmp_path, BRANCHING)
+    (tmp_path / "backup").mkdir()
+    import_fixture(tmp_path / "backup", BRANCHING)
+
+    html = client.get("/search/", {"q": "subcommands"}).content.decode()
+
+    assert f'<span class="copy-note muted">backup/{BRANCHING}</span>' in html
+    assert f'<span class="copy-note muted">{tmp_path.name}/{BRANCHING}</span>' in html

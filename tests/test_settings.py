@@ -195,7 +195,7 @@ def test_malformed_redis_url_raises(monkeypatch, url):
 def test_sample_flag_points_session_dirs_at_test_data(monkeypatch):
     config = load_settings(monkeypatch, ARBOR_SAMPLE="1")
 
-    assert config["ARBOR_SESSION_DIRS"] == [BASE_DIR / "tests" / "data"]
+    assert config["ARBOR_SESSION_DIRS"] == [BASE_DIR / "samples", BASE_DIR / "tests" / "data" / "real"]
 
 
 def test_default_session_dirs_are_pi_and_omp_and_xdg_when_set(monkeypatch, tmp_path):

@@ -664,3 +664,11 @@ def test_a_long_output_on_a_share_page_points_to_the_downloads_not_into_the_sess
     # The session page keeps its "show all" link to the whole output.
     own = body(sw.client("owner").get(f"/s/{long.session_id}/?targetId=t1"))
     assert "show all</a>" in own and "/entry/t1/block/" in own
+
+
+def test_the_shared_links_page_names_a_branch_by_its_last_entry(sw: ShareWorld) -> None:
+    make_link(sw)  # to m4
+
+    page = body(sw.client("owner").get("/shared/"))
+
+    assert '<span title="to entry m4">assistant: Branch A: added /healthz.</span>' in page

@@ -65,10 +65,11 @@ def test_imported_sessions_are_listed_with_their_facts(client, tmp_path):
     html = client.get("/").content.decode()
 
     assert session.session_id in html
-    assert "<code>/home/dev/proj</code>" in html
+    assert '<span class="project-name">proj</span>' in html
+    assert '<code class="project-path">/home/dev/proj</code>' in html
     assert session.get_agent_display() in html
-    assert f'<td class="num">{session.entry_count}</td>' in html
-    assert f'<td class="num">{session.branch_point_count}</td>' in html
+    assert f'<td class="num col-entries">{session.entry_count}</td>' in html
+    assert f'<td class="num col-branches">{session.branch_point_count}</td>' in html
     assert session.branch_point_count > 0
     for model in session.models_used:
         assert f"<code>{model}</code>" in html
@@ -83,7 +84,7 @@ def test_title_from_the_omp_title_slot_is_the_row_title(client, tmp_path):
 
     html = client.get("/").content.decode()
 
-    assert '<span class="title">Fresh start</span>' in html
+    assert ">Fresh start</a>" in html
 
 
 def test_an_unnamed_session_is_titled_by_its_first_prompt(client, tmp_path):
@@ -94,7 +95,8 @@ def test_an_unnamed_session_is_titled_by_its_first_prompt(client, tmp_path):
     page = client.get(f"/s/{session.session_id}/").content.decode()
 
     prompt = "Write a CLI argument parser in Python."
-    assert f'<span class="title">{prompt}</span>' in listed
+    assert f'class="title" href="/s/{session.session_id}/"' in listed
+    assert f">{prompt}</a>" in listed
     assert f"<h1>{prompt}</h1>" in page
     # Without the annotation (elsewhere), the id stands in.
     assert AgentSession.objects.get(pk=session.pk).display_title == session.session_id
@@ -113,7 +115,9 @@ def test_sessions_are_grouped_by_project_latest_activity_first(client):
 
     html = client.get("/").content.decode()
 
-    assert html.count('<h2 class="project">') == 2
+    assert html.count('<tr class="project-row">') == 2
+    # One table: the columns of every project line up.
+    assert html.count('<table class="sessions">') == 1
     assert html.index("/new/project") < html.index("/old/project")
     # Newest first inside a project.
     assert html.index("session 0001 of /new/project") < html.index("session 0000 of /new/project")
@@ -281,7 +285,7 @@ def test_the_list_says_whether_write_back_is_on(client, settings, tmp_path):
     settings.ARBOR_WRITE_BACK = True
     on = client.get("/").content.decode()
 
-    assert "the agent resumes at the last line of the file" in off
+    assert "Append a marker so that the agent resumes at Arbor's leaf" in off
     assert "Write-back is off: the marker lands in Arbor's copy and in the downloaded file" in off
     assert "Write-back is on" in on
 
@@ -402,3 +406,137 @@ def test_the_page_sends_the_csrf_token_in_htmx_headers(client):
     html = client.get("/").content.decode()
 
     assert 'hx-headers=\'{"X-CSRFToken": "' in html
+
+
+# -- opening, filtering and ordering the list (issue 12) -------------------------------------------------
+
+
+def test_the_title_links_to_the_session_and_the_row_carries_its_address(client, tmp_path):
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
+
+    html = client.get("/").content.decode()
+
+    detail = f"/s/{session.session_id}/"
+    assert f'<a class="title" href="{detail}"' in html
+    assert f'data-href="{detail}"' in html
+    # The actions sit in a menu, not in the row's text.
+    assert '<details class="row-menu">' in html
+
+
+def test_filter_by_project_and_agent(client):
+    make_sessions(3, cwd="/home/dev/alpha")
+    make_sessions(2, cwd="/home/dev/beta")
+    AgentSession.objects.filter(cwd="/home/dev/beta").update(agent=AgentSession.Agent.PI)
+
+    alpha = client.get("/", {"project": "/home/dev/alpha"}).content.decode()
+    pi = client.get("/", {"agent": "pi"}).content.decode()
+    both = client.get("/", {"project": "/home/dev/alpha", "agent": "pi"}).content.decode()
+
+    assert rows_in(alpha) == 3 and "of /home/dev/beta" not in alpha
+    assert rows_in(pi) == 2 and "of /home/dev/alpha" not in pi
+    assert rows_in(both) == 0
+    assert "No session matches these filters" in both
+    # The project filter offers readable names.
+    assert '<option value="/home/dev/alpha" selected>alpha</option>' in alpha
+
+
+def test_sessions_without_a_directory_have_their_own_project_choice(client):
+    make_sessions(1, cwd="/home/dev/alpha")
+    AgentSession.objects.create(session_id="nowhere", header_raw="{}", title="no cwd", cwd="")
+
+    html = client.get("/", {"project": "-"}).content.decode()
+
+    assert rows_in(html) == 1 and "no cwd" in html
+    assert '<option value="-" selected>No working directory</option>' in html
+
+
+def test_filter_by_date_range_of_last_activity(client):
+    make_sessions(3, cwd="/p", start=datetime(2026, 3, 1, 12, tzinfo=UTC))
+    AgentSession.objects.filter(session_id="p-0001").update(
+        last_timestamp=datetime(2026, 3, 5, 12, tzinfo=UTC)
+    )
+    AgentSession.objects.filter(session_id="p-0002").update(
+        last_timestamp=datetime(2026, 3, 9, 12, tzinfo=UTC)
+    )
+
+    since = client.get("/", {"since": "2026-03-05"}).content.decode()
+    until = client.get("/", {"until": "2026-03-05"}).content.decode()
+    day = client.get("/", {"since": "2026-03-05", "until": "2026-03-05"}).content.decode()
+
+    assert rows_in(since) == 2
+    assert rows_in(until) == 2
+    assert rows_in(day) == 1 and "session 0001" in day
+    assert 'value="2026-03-05"' in day
+
+
+def test_filter_by_cost_and_sort_by_cost(client):
+    make_sessions(3, cwd="/p")
+    for n, cost in enumerate([0.5, 12.25, 3.0]):
+        AgentSession.objects.filter(session_id=f"p-{n:04d}").update(cost=cost)
+
+    costly = client.get("/", {"min_cost": "3"}).content.decode()
+    by_cost = client.get("/", {"sort": "cost"}).content.decode()
+
+    assert rows_in(costly) == 2 and "session 0000" not in costly
+    assert by_cost.index("session 0001") < by_cost.index("session 0002") < by_cost.index("session 0000")
+    # Not ordered by project: no project rows, each row names its project.
+    assert '<tr class="project-row">' not in by_cost
+    assert '<span class="row-project" title="/p">p</span>' in by_cost
+
+
+def test_sort_by_title_oldest_and_entries(client):
+    make_sessions(3, cwd="/p")
+    AgentSession.objects.filter(session_id="p-0000").update(title="zebra", entry_count=1)
+    AgentSession.objects.filter(session_id="p-0001").update(title="Apple", entry_count=50)
+    AgentSession.objects.filter(session_id="p-0002").update(title="mango", entry_count=7)
+
+    def order(sort: str) -> list[str]:
+        html = client.get("/", {"sort": sort}).content.decode()
+        return sorted(["zebra", "Apple", "mango"], key=lambda title: html.index(f">{title}</a>"))
+
+    assert order("title") == ["Apple", "mango", "zebra"]
+    assert order("oldest") == ["zebra", "Apple", "mango"]
+    assert order("newest") == ["mango", "Apple", "zebra"]
+    assert order("entries") == ["Apple", "mango", "zebra"]
+
+
+def test_malformed_filters_are_dropped_not_errors(client):
+    make_sessions(2, cwd="/p")
+
+    response = client.get("/", {"since": "yesterday", "min_cost": "-3", "sort": "nope", "agent": "x"})
+
+    assert response.status_code == 200
+    assert rows_in(response.content.decode()) == 2
+
+
+def test_paging_links_keep_the_filters(client):
+    make_sessions(60, cwd="/p")
+
+    html = client.get("/", {"sort": "oldest", "agent": "omp"}).content.decode()
+
+    assert 'href="/?page=2&amp;agent=omp&amp;sort=oldest"' in html
+
+
+def test_filters_work_with_htmx_and_return_the_fragment(client):
+    make_sessions(2, cwd="/home/dev/alpha")
+    make_sessions(2, cwd="/home/dev/beta")
+
+    response = client.get("/", {"project": "/home/dev/beta"}, headers=HTMX)
+
+    html = response.content.decode()
+    assert html.lstrip().startswith('<section id="session-list">')
+    assert rows_in(html) == 2 and "of /home/dev/alpha" not in html
+
+
+def test_copies_of_one_session_id_are_told_apart_by_file(client, tmp_path):
+    first = import_fixture(tmp_path, "v3_branching_labels.jsonl")
+    backup = tmp_path / "backup.jsonl"
+    backup.write_bytes(Path(first.source_path).read_bytes())
+    second = sync_file(backup).session
+    assert first.session_id == second.session_id and first.pk != second.pk
+
+    html = client.get("/").content.decode()
+
+    assert '<span class="copy-note"' in html
+    assert f">{tmp_path.name}/backup.jsonl</span>" in html
+    assert f'href="/s/{first.session_id}/?copy={second.pk}"' in html

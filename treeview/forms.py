@@ -4,36 +4,133 @@ page's query (filter, search, deep links) and its label form."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from django import forms
 from django.core.files.uploadhandler import FileUploadHandler, SkipFile
 from django.http import HttpRequest
+from django.utils.http import urlencode
 
 from treeview.explorer import VIEW_MODES
-from treeview.models import ReviewStatus
+from treeview.models import AgentSession, ReviewStatus
 from treeview.services.comments import BODY_MAX_CHARS, QUOTE_MAX_CHARS
 
 UPLOAD_FIELD = "files"
 
 
+#: The session list's orders: value → (label, whether rows are grouped under their project).
+LIST_SORTS = {
+    "project": ("project, latest activity first", True),
+    "newest": ("latest activity first", False),
+    "oldest": ("oldest activity first", False),
+    "cost": ("cost, highest first", False),
+    "entries": ("entries, most first", False),
+    "title": ("title, A to Z", False),
+}
+
+
+#: The project filter's value for sessions without a working directory.
+NO_PROJECT = "-"
+
+
 class ListPageForm(forms.Form):
-    """Which page of the session list to show (GET for the list, POST for actions that re-render it)."""
+    """The session list's query: filters, order and page (GET for the list, POST for actions that re-render
+    it). Every field is optional; a malformed value is dropped, not an error, so a stale link still shows a
+    list."""
 
     page = forms.IntegerField(min_value=1, required=False)
     # Sessions with a branch in this review status (treeview/services/review.py: review_filter).
     review = forms.ChoiceField(choices=[("", "any"), *ReviewStatus.Status.choices], required=False)
+    project = forms.CharField(required=False, max_length=4096)
+    agent = forms.ChoiceField(choices=[("", "any"), *AgentSession.Agent.choices], required=False)
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    min_cost = forms.DecimalField(
+        required=False, min_value=0, max_digits=12, decimal_places=2, label="Cost at least ($)"
+    )
+    sort = forms.ChoiceField(choices=[(key, label) for key, (label, _) in LIST_SORTS.items()], required=False)
+
+    def _clean(self) -> dict[str, Any]:
+        if not hasattr(self, "_values"):
+            self.is_valid()
+            # Keep the valid fields of a partly malformed query.
+            self._values = {name: self.cleaned_data.get(name) for name in self.fields}
+        return self._values
 
     def page_number(self) -> int:
         """The page asked for; 1 when none or a malformed one was given (the paginator clamps the rest)."""
-        if self.is_valid() and self.cleaned_data["page"]:
-            return int(self.cleaned_data["page"])
-        return 1
+        page = self._clean()["page"]
+        return int(page) if page else 1
 
     def review_status(self) -> str:
         """The review status the list is narrowed to; "" for every session (or a malformed value)."""
-        self.is_valid()
-        return str(self.cleaned_data.get("review") or "")
+        return str(self._clean()["review"] or "")
+
+    def filters(self) -> ListFilters:
+        """The valid filters and order of the query."""
+        values = self._clean()
+        return ListFilters(
+            review=str(values["review"] or ""),
+            project=str(values["project"] or ""),
+            agent=str(values["agent"] or ""),
+            since=values["since"],
+            until=values["until"],
+            min_cost=float(values["min_cost"]) if values["min_cost"] is not None else None,
+            sort=str(values["sort"] or "project"),
+        )
+
+
+@dataclass(frozen=True)
+class ListFilters:
+    """What the session list shows: ``project`` is a working directory (:data:`NO_PROJECT` for sessions
+    without one, "" for any); dates are inclusive days."""
+
+    review: str = ""
+    project: str = ""
+    agent: str = ""
+    since: date | None = None
+    until: date | None = None
+    min_cost: float | None = None
+    sort: str = "project"
+
+    @property
+    def grouped(self) -> bool:
+        return LIST_SORTS.get(self.sort, LIST_SORTS["project"])[1]
+
+    @property
+    def active(self) -> bool:
+        """Whether anything narrows the list (the order alone does not)."""
+        return bool(
+            self.review or self.project or self.agent or self.since or self.until or self.min_cost is not None
+        )
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """The query's (name, value) pairs, without the defaults."""
+        pairs: list[tuple[str, str]] = []
+        if self.review:
+            pairs.append(("review", self.review))
+        if self.project:
+            pairs.append(("project", self.project))
+        if self.agent:
+            pairs.append(("agent", self.agent))
+        if self.since:
+            pairs.append(("since", self.since.isoformat()))
+        if self.until:
+            pairs.append(("until", self.until.isoformat()))
+        if self.min_cost is not None:
+            pairs.append(("min_cost", f"{self.min_cost:g}"))
+        if self.sort != "project":
+            pairs.append(("sort", self.sort))
+        return pairs
+
+    @property
+    def sort_label(self) -> str:
+        return LIST_SORTS.get(self.sort, LIST_SORTS["project"])[0]
+
+    def query(self) -> str:
+        """The query string of these filters (``&``-prefixed, to follow ``?page=N``)."""
+        return "".join(f"&{urlencode({key: value})}" for key, value in self.pairs())
 
 
 class CopyForm(forms.Form):

@@ -7,6 +7,7 @@ table (``Entry.save`` and ``EntryQuerySet.update`` refuse). Labels are label ent
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from django.conf import settings
@@ -48,6 +49,26 @@ class AgentSessionQuerySet(models.QuerySet["AgentSession"]):
 
     def newest_first(self) -> AgentSessionQuerySet:
         return self.order_by(models.F("last_timestamp").desc(nulls_last=True), "-id")
+
+    def in_project(self, cwd: str) -> AgentSessionQuerySet:
+        """The sessions started in this working directory ("": those without one)."""
+        return self.filter(cwd=cwd)
+
+    def active_between(self, since: date | None, until: date | None) -> AgentSessionQuerySet:
+        """Sessions whose last activity falls on these days (both inclusive, either open)."""
+        sessions = self
+        if since is not None:
+            sessions = sessions.filter(last_timestamp__date__gte=since)
+        if until is not None:
+            sessions = sessions.filter(last_timestamp__date__lte=until)
+        return sessions
+
+    def costing_at_least(self, dollars: float) -> AgentSessionQuerySet:
+        return self.filter(cost__gte=dollars)
+
+    def projects(self) -> list[str]:
+        """The distinct working directories of these sessions, sorted."""
+        return sorted(set(self.order_by().values_list("cwd", flat=True).distinct()))
 
     def with_first_prompt(self) -> AgentSessionQuerySet:
         """Annotate ``first_prompt``: the first user message's row text (an unnamed session's title)."""

@@ -131,7 +131,8 @@ def matching_sessions(query: SearchQuery, sessions: QuerySet[AgentSession] | Non
     condition = Q()
     for token in query.tokens:
         condition &= Q(title__icontains=token) | Q(cwd__icontains=token) | Q(session_id__icontains=token)
-    return (AgentSession.objects.all() if sessions is None else sessions).filter(condition).newest_first()
+    found = (AgentSession.objects.all() if sessions is None else sessions).filter(condition)
+    return found.with_first_prompt().newest_first()
 
 
 # The order of sessions in the results (as AgentSession.objects.newest_first()), for a row aliased "s".
@@ -348,6 +349,7 @@ class EntryHits:
         sessions = (
             AgentSession.objects.using(self.using)
             .defer("header_raw", "prefix_raw", "title_slot_raw", "tail_raw", "pending_raw", "warnings")
+            .with_first_prompt()  # an unnamed session is headed by its first prompt, not its id
             .in_bulk(session_ids)
         )
         # An entry deleted between the two queries (a re-import) is left out.

@@ -172,6 +172,12 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--entries", type=int, required=True)
     cmd.add_argument("--seed", type=int, default=0)
     cmd.add_argument("-o", "--output", type=Path, required=True)
+    cmd = command(
+        "showcase", "write the sample sessions (a branchy showcase and its subagent)", needs_file=False
+    )
+    cmd.add_argument(
+        "-o", "--output", type=Path, default=Path("samples"), help="directory (default: samples)"
+    )
     return parser
 
 
@@ -188,6 +194,13 @@ def run(args: argparse.Namespace) -> int:
 
         size = write_session(args.output, args.entries, args.seed)
         _emit(args.json, {"file": str(args.output), "entries": args.entries, "bytes": size}, f"{args.output}")
+        return 0
+
+    if args.command == "showcase":
+        from .showcase import write_showcase
+
+        paths = write_showcase(args.output)
+        _emit(args.json, [str(path) for path in paths], "\n".join(f"wrote {path}" for path in paths))
         return 0
 
     manager = SessionManager.open(args.file)

@@ -52,6 +52,20 @@ def session_links(session: AgentSession, *, pick_copy: bool) -> SessionLinks:
     )
 
 
+def project_name(cwd: str) -> str:
+    """A working directory's readable name: its last component (``/home/dev/arbor`` → ``arbor``)."""
+    name = cwd.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    return name or cwd or "No working directory"
+
+
+def copy_note(session: AgentSession) -> str:
+    """What tells this copy of a session id from the others: its file (name and folder), else its owner."""
+    if session.source_path:
+        return "/".join(session.source_path.replace("\\", "/").rsplit("/", 2)[-2:])
+    owner = session.owner.get_username() if session.owner_id and session.owner else ""
+    return f"uploaded by {owner}" if owner else f"copy {session.pk}"
+
+
 def shared_ids(session_ids: Iterable[str], user: Any) -> set[str]:
     """Which of these session ids ``user`` sees imported more than once (two files of one session): a copy the
     user may not see neither counts nor shows."""

@@ -24,7 +24,7 @@ from treeview.models import AgentSession, Comment, Entry, ReviewStatus, Team
 from treeview.services import append
 from treeview.services import review as review_service
 from treeview.session.selector import FilterMode
-from treeview.views.common import copy_param, htmx_target, session_or_404, shared_ids
+from treeview.views.common import copy_note, copy_param, htmx_target, session_or_404, shared_ids
 from treeview.views.detail import DETAIL_TEMPLATE, PageState, _detail_context
 
 __all__ = ["review_page", "set_review_status"]
@@ -128,6 +128,7 @@ class SessionBranches:
     url: str | None
     branches: list[BranchLink]
     more: int
+    copy: str = ""  # which copy, when the user sees this session id more than once
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,7 @@ def _waiting(user: Any, team: Team | None, offset: int) -> tuple[list[SessionBra
                     _session_url(session, shared),
                     branches,
                     max(0, len(open_leaves) - BRANCHES_PER_SESSION),
+                    copy_note(session) if session.session_id in shared else "",
                 )
             )
             if len(found) >= WAITING_SESSIONS:
@@ -269,7 +271,8 @@ def _needs_changes(user: Any, team: Team | None, page: int) -> tuple[list[Sessio
         if groups and groups[-1].session.pk == session.pk:
             groups[-1].branches.append(link)
         else:
-            groups.append(SessionBranches(session, _session_url(session, shared), [link], 0))
+            copy = copy_note(session) if session.session_id in shared else ""
+            groups.append(SessionBranches(session, _session_url(session, shared), [link], 0, copy))
     return groups, more
 
 

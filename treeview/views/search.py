@@ -29,7 +29,7 @@ from treeview.search import (
     parse_query,
     snippet,
 )
-from treeview.views.common import SessionLinks, htmx_target, session_links, shared_ids
+from treeview.views.common import SessionLinks, copy_note, htmx_target, session_links, shared_ids
 
 SEARCH_TEMPLATE = "treeview/search.html"
 HITS_PER_PAGE = 50
@@ -70,12 +70,14 @@ class HitGroup:
     session: AgentSession
     links: SessionLinks
     items: list[HitItem] = field(default_factory=list)
+    copy: str = ""  # which copy, when the user sees this session id more than once
 
 
 @dataclass(frozen=True)
 class SessionMatch:
     session: AgentSession
     links: SessionLinks
+    copy: str = ""
 
 
 def _open_url(hit: Hit) -> str:
@@ -92,7 +94,14 @@ def _groups(hits: list[Hit], query: SearchQuery, shared: set[str]) -> list[HitGr
     for hit in hits:
         if not groups or groups[-1].session.pk != hit.session.pk:
             session = hit.session
-            groups.append(HitGroup(session, session_links(session, pick_copy=session.session_id in shared)))
+            is_copy = session.session_id in shared
+            groups.append(
+                HitGroup(
+                    session,
+                    session_links(session, pick_copy=is_copy),
+                    copy=copy_note(session) if is_copy else "",
+                )
+            )
         # The full text first (the row text stops at 200 characters): the snippet shows its first match.
         texts = [hit.entry.body_text, hit.entry.text]
         groups[-1].items.append(HitItem(hit, _open_url(hit), snippet(texts, query.words)))
@@ -117,7 +126,11 @@ def _results(user: Any, query: SearchQuery, page_number: int) -> dict[str, Any]:
         "more_hits": hits_found.more,
         "groups": _groups(hits, query, shared),
         "session_matches": [
-            SessionMatch(match, session_links(match, pick_copy=match.session_id in shared))
+            SessionMatch(
+                match,
+                session_links(match, pick_copy=match.session_id in shared),
+                copy=copy_note(match) if match.session_id in shared else "",
+            )
             for match in sessions[:SESSIONS_SHOWN]
         ],
         "more_sessions": len(sessions) > SESSIONS_SHOWN,

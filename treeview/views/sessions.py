@@ -8,7 +8,8 @@ from typing import Any
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.core.paginator import Page, Paginator
-from django.db.models import F, OuterRef, Subquery
+from django.db.models import F, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce, Lower, NullIf
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
@@ -17,7 +18,9 @@ from django.views.decorators.vary import vary_on_headers
 
 from treeview.access import can_view, sees_everything, visible_sessions
 from treeview.forms import (
+    NO_PROJECT,
     UPLOAD_FIELD,
+    ListFilters,
     ListPageForm,
     SessionUploadHandler,
     UploadForm,
@@ -29,6 +32,8 @@ from treeview.services import review as review_service
 from treeview.services.sync import SyncResult
 from treeview.views.common import (
     SessionLinks,
+    copy_note,
+    project_name,
     session_links,
     session_or_404,
     shared_ids,
@@ -48,9 +53,14 @@ LIST_TEMPLATE = "treeview/session_list.html"
 class SessionRow:
     session: AgentSession
     links: SessionLinks
+    copy: str = ""  # set when the user sees this session id more than once: which copy this row is
     parent: AgentSession | None = None
     parent_links: SessionLinks | None = None
     review: review_service.ReviewSummary | None = None  # counts of its branches per review status
+
+    @property
+    def project(self) -> str:
+        return project_name(self.session.cwd)
 
     @property
     def warnings_shown(self) -> list[dict[str, Any]]:
@@ -65,6 +75,16 @@ class SessionRow:
 class ProjectGroup:
     cwd: str
     rows: list[SessionRow]
+
+    @property
+    def name(self) -> str:
+        return project_name(self.cwd)
+
+
+@dataclass(frozen=True)
+class ProjectChoice:
+    value: str
+    label: str
 
 
 @dataclass(frozen=True)
@@ -93,27 +113,55 @@ class ListExtras:
     upload_results: list[UploadOutcome] = field(default_factory=list)
 
 
-def _listed_sessions(user: Any) -> Any:
-    """The sessions ``user`` may see, grouped by project (cwd), the project with the latest activity first,
-    newest first."""
+def _listed_sessions(user: Any, filters: ListFilters) -> Any:
+    """The sessions ``user`` may see, narrowed by ``filters`` and in their order: by default grouped by
+    project (cwd), the project with the latest activity first, newest first."""
+    sessions = visible_sessions(user)
+    if filters.project:
+        sessions = sessions.in_project("" if filters.project == NO_PROJECT else filters.project)
+    if filters.agent:
+        sessions = sessions.filter(agent=filters.agent)
+    sessions = sessions.active_between(filters.since, filters.until)
+    if filters.min_cost is not None:
+        sessions = sessions.costing_at_least(filters.min_cost)
+    sessions = review_service.filter_sessions(sessions, filters.review)
+    sessions = sessions.defer("header_raw", "prefix_raw", "title_slot_raw", "tail_raw", "pending_raw")
+    sessions = sessions.with_first_prompt().select_related("owner")
+    newest = F("last_timestamp").desc(nulls_last=True)
+    if filters.sort == "newest":
+        return sessions.order_by(newest, "-id")
+    if filters.sort == "oldest":
+        return sessions.order_by(F("last_timestamp").asc(nulls_last=True), "id")
+    if filters.sort == "cost":
+        return sessions.order_by("-cost", newest, "-id")
+    if filters.sort == "entries":
+        return sessions.order_by("-entry_count", newest, "-id")
+    if filters.sort == "title":
+        # Named sessions by name; unnamed ones by their first prompt (what the row shows).
+        shown = Coalesce(NullIf("title", Value("")), "first_prompt", "session_id")
+        return sessions.order_by(Lower(shown), "-id")
     latest_in_project = (
         visible_sessions(user)
         .filter(cwd=OuterRef("cwd"))
         .order_by(F("last_timestamp").desc(nulls_last=True))
         .values("last_timestamp")[:1]
     )
-    return (
-        visible_sessions(user)
-        .defer("header_raw", "prefix_raw", "title_slot_raw", "tail_raw", "pending_raw")
-        .with_first_prompt()
-        .annotate(project_last=Subquery(latest_in_project))
-        .order_by(
-            F("project_last").desc(nulls_last=True),
-            "cwd",
-            F("last_timestamp").desc(nulls_last=True),
-            "-id",
-        )
+    return sessions.annotate(project_last=Subquery(latest_in_project)).order_by(
+        F("project_last").desc(nulls_last=True), "cwd", newest, "-id"
     )
+
+
+def _project_choices(user: Any, current: str) -> list[ProjectChoice]:
+    cwds = visible_sessions(user).projects()
+    names = [project_name(cwd) for cwd in cwds]
+    choices = []
+    for cwd, name in zip(cwds, names, strict=True):
+        # The name alone when it is unique; two projects of one name show their paths.
+        label = name if names.count(name) == 1 else f"{name} ({cwd})"
+        choices.append(ProjectChoice(cwd or NO_PROJECT, label if cwd else "No working directory"))
+    if current and current not in {choice.value for choice in choices}:
+        choices.append(ProjectChoice(current, project_name(current)))
+    return choices
 
 
 def _rows(sessions: list[AgentSession], user: Any) -> list[SessionRow]:
@@ -129,6 +177,7 @@ def _rows(sessions: list[AgentSession], user: Any) -> list[SessionRow]:
             SessionRow(
                 session=session,
                 links=session_links(session, pick_copy=session.session_id in shared),
+                copy=copy_note(session) if session.session_id in shared else "",
                 review=reviews.get(session.pk),
                 parent=parent,
                 parent_links=(
@@ -143,9 +192,13 @@ def _rows(sessions: list[AgentSession], user: Any) -> list[SessionRow]:
     return rows
 
 
-def _groups(page: Page[AgentSession], user: Any) -> list[ProjectGroup]:
+def _groups(page: Page[AgentSession], user: Any, *, grouped: bool) -> list[ProjectGroup]:
+    """The page's rows under their projects; one group without a project when the order is not by project."""
+    rows = _rows(list(page.object_list), user)
+    if not grouped:
+        return [ProjectGroup("", rows)] if rows else []
     groups: list[ProjectGroup] = []
-    for row in _rows(list(page.object_list), user):
+    for row in rows:
         if not groups or groups[-1].cwd != row.session.cwd:
             groups.append(ProjectGroup(row.session.cwd, []))
         groups[-1].rows.append(row)
@@ -162,9 +215,10 @@ def _template(request: HttpRequest) -> str:
 def _render_list(
     request: HttpRequest, page_number: int, extras: ListExtras | None = None, *, status: int = 200
 ) -> TemplateResponse:
-    # The review filter (GET for the list, POST for the actions that show it again).
-    review = ListPageForm(request.GET if request.method == "GET" else request.POST).review_status()
-    sessions = review_service.filter_sessions(_listed_sessions(request.user), review)
+    # The filters (GET for the list, POST for the actions that show it again).
+    form = ListPageForm(request.GET if request.method == "GET" else request.POST)
+    filters = form.filters()
+    sessions = _listed_sessions(request.user, filters)
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(page_number)
     issues = ImportIssue.objects.order_by("-seen_at", "source_path")
     if not sees_everything(request.user):
@@ -172,7 +226,7 @@ def _render_list(
         issues = issues.none()
     context = {
         "page_obj": page,
-        "groups": _groups(page, request.user),
+        "groups": _groups(page, request.user, grouped=filters.grouped),
         "issues": issues[:IMPORT_ISSUES_SHOWN],
         "issue_count": issues.count(),
         "write_back": settings.ARBOR_WRITE_BACK,
@@ -180,9 +234,16 @@ def _render_list(
         "upload_max_mb": settings.ARBOR_UPLOAD_MAX_MB,
         "upload_max_files": settings.DATA_UPLOAD_MAX_NUMBER_FILES,
         "extras": extras or ListExtras(),
-        "review_filter": review,
+        "filters": filters,
+        "filter_form": form,
+        "project_choices": _project_choices(request.user, filters.project),
+        "agent_choices": ListPageForm.base_fields["agent"].choices,
+        "sort_choices": ListPageForm.base_fields["sort"].choices,
+        "review_filter": filters.review,
         "review_choices": ListPageForm.base_fields["review"].choices,
-        "review_query": f"&review={review}" if review else "",
+        "list_query": filters.query(),
+        "filter_pairs": filters.pairs(),
+        "sort_label": filters.sort_label,
     }
     return TemplateResponse(request, _template(request), context, status=status)
 

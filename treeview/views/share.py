@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from treeview.access import sees_everything, visible_sessions
-from treeview.models import AgentSession, ShareLink
+from treeview.models import AgentSession, Entry, ShareLink
 from treeview.redaction import Hit, mask_for
 from treeview.render import build_tool_call_map, render_entry
 from treeview.render.transcript import transcript
@@ -340,6 +340,26 @@ def share_markdown(request: HttpRequest, token: str) -> HttpResponse:
 # -- the Shared links page ---------------------------------------------------------------------------------
 
 
+#: How much of a branch's last entry names the branch on the Shared links page.
+BRANCH_NAME_CHARS = 70
+
+
+def _branch_names(links: list[ShareLink], session_pks: set[int]) -> dict[tuple[int, str], str]:
+    """(session pk, leaf id) → the leaf entry's row text, shortened: a branch named by words, not its id. Only
+    for the sessions the user still sees; one query."""
+    leaves = {link.leaf_id for link in links if link.session_id in session_pks}
+    rows = Entry.objects.filter(session_id__in=session_pks, entry_id__in=leaves).values_list(
+        "session_id", "entry_id", "text"
+    )
+    names = {}
+    for session_pk, entry_id, text in rows:
+        words = " ".join(text.split())
+        if len(words) > BRANCH_NAME_CHARS:
+            words = words[: BRANCH_NAME_CHARS - 1].rstrip() + "…"
+        names[(session_pk, entry_id)] = words
+    return names
+
+
 def _links_context(request: HttpRequest) -> dict[str, Any]:
     user = request.user
     links = list(share.links_for(user))
@@ -348,11 +368,13 @@ def _links_context(request: HttpRequest) -> dict[str, Any]:
         user, AgentSession.objects.with_first_prompt().filter(pk__in={link.session_id for link in links})
     )
     titles = {session.pk: session.display_title for session in visible}
+    branches = _branch_names(links, set(titles))
     return {
         "rows": [
             {
                 "link": link,
                 "title": titles.get(link.session_id),
+                "branch": branches.get((link.session_id, link.leaf_id), ""),
                 "state": share.link_state(link),
                 "can_revoke": share.may_revoke(user, link),
             }
