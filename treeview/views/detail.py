@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
-from treeview import context_tab, explorer
+from treeview import context_tab, conversation, explorer
 from treeview.access import can_view
 from treeview.forms import (
     LabelForm,
@@ -130,6 +130,8 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
     if parent is not None and not can_view(request.user, parent):
         parent = None
     node = tree.flat.by_id.get(selected)
+    # The branch the conversation shows (through the selection, down to its leaf): the header describes it.
+    branch = conversation.branch_on_screen(tree, selected)
     return {
         "session": session,
         "state": state,
@@ -160,15 +162,18 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
         # /branch: the sessions branched from this one, the picker, and the text to continue from.
         **(_fork_context(request, state, parent) if htmx_target(request) is None else {}),
         "label_value": (node.node.label or "") if node is not None else "",
-        # Totals of the path root → the displayed leaf, from the cached tree (no query).
-        "branch_totals": explorer.branch_totals(tree),
+        "branch": branch,
+        # Totals of the branch on screen, from the cached tree (no query).
+        "branch_totals": branch.totals if branch is not None else None,
         "oob": False,
         "context_tab_url": state.url(tab="context", end=None),
         "context_fragment_url": _context_url(state),
         "conversation_tab_url": state.url(tab=None, end=None),
         "navigation": _navigation_context(state),
         # Review statuses (one query): the tree's badges, and the control for the branch drawn.
-        "review": review_service.page_review(session, tree.flat, state.leaf_id),
+        "review": review_service.page_review(
+            session, tree.flat, branch.leaf_id if branch is not None else state.leaf_id
+        ),
         # The selected entry's comment threads: a callable, so only a page that shows the entry queries them.
         "comment_panel": (
             partial(
@@ -207,7 +212,7 @@ def _navigation_context(state: PageState) -> dict[str, Any]:
 
 def _conversation_context(context: dict[str, Any], tree: explorer.ExplorerTree) -> dict[str, Any]:
     state: PageState = context["state"]
-    page = explorer.conversation_page(state.session, tree, context["selected_id"], state.end)
+    page = conversation.conversation_page(state.session, tree, context["selected_id"], state.end)
     items = []
     for entry in page.entries:
         siblings = entry.siblings
@@ -248,6 +253,7 @@ def _render_detail(request: HttpRequest, state: PageState, tree: explorer.Explor
     pane_html = "".join(
         render_to_string(name, pane_context, request)
         for name in (
+            DETAIL_TEMPLATE + "#branch-header",
             DETAIL_TEMPLATE + "#pane-tabs",
             DETAIL_TEMPLATE + "#conversation",
             CONTEXT_TEMPLATE + "#context",
