@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,10 +11,12 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from tests.reference import import_fixture
+from tests.reference import DATA, import_fixture
 from treeview import explorer
 from treeview.models import AgentSession, ReviewStatus
+from treeview.services import fork as fork_service
 from treeview.services import review
+from treeview.services.sync import sync_file
 from treeview.session.branches import branch_anchor, is_conversational, newest_leaf, shorten
 
 BRANCHING = "v3_branching_labels.jsonl"
@@ -160,3 +163,47 @@ def test_reviewing_the_branch_on_screen_keeps_the_sessions_branch(client: Client
     # The page the reviewer comes back to shows that branch as approved.
     html = client.get(f"/s/{SID}/", {"targetId": "b2000005"}).content.decode()
     assert 'data-review-status="approved"' in _header(html)
+
+
+# -- a fork: its title, its file and the command that resumes it ---------------------------------------------
+
+
+@pytest.mark.parametrize("write_back", [True, False])
+def test_a_fork_has_its_own_title_and_says_how_to_resume_it(
+    db: Any, client: Client, tmp_path: Path, settings: Any, write_back: bool
+) -> None:
+    settings.ARBOR_DATA_DIR = tmp_path / "arbor data"
+    settings.ARBOR_UPLOAD_DIR = tmp_path / "uploads"
+    settings.ARBOR_SESSION_DIRS = [tmp_path / "agent dir"]
+    settings.ARBOR_WRITE_BACK = write_back
+    settings.ARBOR_EXTENSIONS = []
+    folder = tmp_path / "agent dir" / "-proj"
+    folder.mkdir(parents=True)
+    shutil.copyfile(DATA / "handmade" / BRANCHING, folder / BRANCHING)
+    original = sync_file(folder / BRANCHING).session
+    assert original is not None
+    response = client.post(f"/s/{SID}/fork/", {"entry_id": "b2000003"})
+    assert response.status_code == 303
+    fork = AgentSession.objects.exclude(pk=original.pk).get()
+    assert fork.title == "Fork of Write a CLI argument parser in Python."
+    html = client.get(response["Location"]).content.decode()
+    assert "<h1>Fork of Write a CLI argument parser in Python.</h1>" in html
+    path = fork.source_path
+    assert " " in path  # quoted for the shell
+    assert f'<code id="resume-command">omp --resume &#x27;{path}&#x27;</code>' in html
+    if write_back:
+        assert Path(path).parent == folder.resolve() or Path(path).parent == folder
+        assert "among oh-my-pi’s sessions" in html and "Write-back is off" not in html
+    else:
+        assert Path(path).parent == tmp_path / "arbor data" / "forks"
+        assert "Write-back is off" in html and "download it</a>" in html
+    # The original is no fork: no hint there.
+    assert 'class="fork-hint"' not in client.get(f"/s/{SID}/").content.decode()
+
+
+def test_a_pi_session_resumes_with_pi_session(client: Client, session: AgentSession) -> None:
+    session.agent = AgentSession.Agent.PI
+    session.source_path = "/home/dev/.pi/agent/sessions/-proj/2026 fork.jsonl"
+    hint = fork_service.resume_hint(session)
+    assert hint is not None
+    assert hint.command == "pi --session '/home/dev/.pi/agent/sessions/-proj/2026 fork.jsonl'"

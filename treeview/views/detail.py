@@ -28,6 +28,7 @@ from treeview.models import AgentSession
 from treeview.render import full_block_text, render_full_text
 from treeview.services import append
 from treeview.services import comments as comment_service
+from treeview.services import fork as fork_service
 from treeview.services import review as review_service
 from treeview.session.selector import FilterMode, Row
 from treeview.views import fork
@@ -197,6 +198,9 @@ def _fork_context(request: HttpRequest, state: PageState, parent: AgentSession |
         "forks": fork.fork_links(state.session, request.user),
         "branch_picker_url": fork.picker_url(state.session, state.copy),
         "continue_text": fork.continue_text(parent, request.GET.get("continueFrom")),
+        # A fork: where its file is and how to go on with it in the agent.
+        "resume": fork_service.resume_hint(state.session) if state.session.parent_session else None,
+        "write_back": settings.ARBOR_WRITE_BACK,
     }
 
 
