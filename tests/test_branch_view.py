@@ -207,3 +207,20 @@ def test_a_pi_session_resumes_with_pi_session(client: Client, session: AgentSess
     hint = fork_service.resume_hint(session)
     assert hint is not None
     assert hint.command == "pi --session '/home/dev/.pi/agent/sessions/-proj/2026 fork.jsonl'"
+
+
+def test_custom_instructions_are_offered_only_to_a_model(
+    client: Client, session: AgentSession, settings: Any
+) -> None:
+    settings.ARBOR_LLM_PROVIDER = "digest"
+    html = client.get(f"/s/{SID}/").content.decode()
+    custom = re.search(r'<button type="button"\s+data-choice="custom"([^>]*)>', html)
+    assert custom is not None and "disabled" in custom.group(1)
+    assert "cannot follow custom instructions" in html
+    settings.ARBOR_LLM_PROVIDER = "openai"
+    settings.ARBOR_LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.ARBOR_LLM_MODEL = "some-model"
+    settings.ARBOR_LLM_API_KEY = "key"
+    html = client.get(f"/s/{SID}/").content.decode()
+    custom = re.search(r'<button type="button"\s+data-choice="custom"([^>]*)>', html)
+    assert custom is not None and "disabled" not in custom.group(1)
