@@ -77,13 +77,17 @@ function flash(button, text) {
 }
 
 document.addEventListener("click", async (event) => {
-  const button = event.target instanceof Element ? event.target.closest("button[data-copy-link]") : null;
+  const button =
+    event.target instanceof Element ? event.target.closest("button[data-copy-link], button[data-copy-text]") : null;
   if (!button) {
     return;
   }
   event.preventDefault();
-  const url = new URL(button.dataset.copyLink, window.location.href).href;
-  const copied = await copyText(url);
+  // data-copy-text: a text as it is (a command line); data-copy-link: an address made absolute.
+  const isText = button.dataset.copyText !== undefined;
+  const text = isText ? button.dataset.copyText : new URL(button.dataset.copyLink, window.location.href).href;
+  const copied = await copyText(text);
   flash(button, copied ? "Copied" : "Copy failed");
-  announce(copied ? "Link copied" : "The link could not be copied");
+  const what = isText ? "Text" : "Link";
+  announce(copied ? `${what} copied` : `The ${what.toLowerCase()} could not be copied`);
 });

@@ -45,6 +45,7 @@ function openNavigator(entryId) {
   byId("navigator-target-text").textContent = rowText(target);
   const already = target === root.dataset.storedLeaf;
   byId("navigator-already").hidden = !already;
+  byId("navigator-nothing").hidden = true;
   setError("");
   show(already ? null : "navigator-choice");
   byId("navigator-stream").textContent = "";
@@ -124,6 +125,17 @@ function onMessage(message) {
       return;
     }
     root.dataset.storedLeaf = message.leafId ?? "";
+    if (message.nothingToSummarize) {
+      // Asked for a summary, none written: the dialog says why and stays until the reader closes it.
+      show(null);
+      const note = byId("navigator-nothing");
+      note.textContent = message.message || "Nothing to summarize; the leaf moved without a summary.";
+      note.hidden = false;
+      dialog.querySelector('[data-action="close"]')?.focus();
+      byId("live-status").textContent = "Leaf moved; nothing to summarize.";
+      goTo(message.url);
+      return;
+    }
     dialog.close();
     byId("live-status").textContent = message.summaryId
       ? "Leaf moved; the summary of the abandoned branch was added."

@@ -183,8 +183,10 @@ function revealSelection() {
   } else if (conversation && conversation !== shownConversation) {
     const entry = conversation.querySelector("article.entry.selected");
     if (entry) {
+      // Below the sticky tab bar, so the entry's header is in view.
+      const tabs = byId("pane-tabs")?.getBoundingClientRect().height ?? 0;
       const top = entry.getBoundingClientRect().top - pane.getBoundingClientRect().top + pane.scrollTop;
-      pane.scrollTop = Math.max(0, top - 8);
+      pane.scrollTop = Math.max(0, top - tabs - 8);
     }
   }
   shownConversation = conversation;

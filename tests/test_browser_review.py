@@ -45,4 +45,4 @@ def test_setting_a_status_shows_its_badge_in_the_tree(page: Page, server: str) -
     page.click("a.site-review")
     expect(page.locator("h1")).to_have_text("Review")
     expect(page.locator(f'#review-lists a[href="/s/{SID}/?leafId=b2000006"]')).to_have_count(0)
-    expect(page.locator(f'#review-lists a[href="/s/{SID}/?leafId=e5000001"]')).to_have_count(1)
+    expect(page.locator(f'#review-lists a[href="/s/{SID}/?leafId=b2000008"]')).to_have_count(1)

@@ -146,6 +146,31 @@ async def test_selecting_a_user_message_moves_the_leaf_to_its_parent_and_returns
     assert leaf == "b2000002"
 
 
+async def test_a_summary_of_nothing_says_so_instead_of_closing_in_silence(session: AgentSession) -> None:
+    async with connected() as communicator:
+        await communicator.send_json_to({"type": "start", "target": "b2000003", "summarize": False})
+        await until(communicator, "done")
+        # From b2000002 down to b2000006 on the same branch: nothing is abandoned, nothing to summarize.
+        _, count = await astate(session)
+        await communicator.send_json_to({"type": "start", "target": FIRST_BRANCH_END, "summarize": True})
+        done, _ = await until(communicator, "done")
+    assert done["nothingToSummarize"] is True and done["summaryId"] is None
+    assert done["message"].startswith("Nothing to summarize")
+    assert await astate(session) == (FIRST_BRANCH_END, count)
+
+
+async def test_custom_instructions_for_the_digest_are_refused_and_change_nothing(
+    session: AgentSession,
+) -> None:
+    before = await astate(session)
+    async with connected() as communicator:
+        start = {"type": "start", "target": FIRST_BRANCH_END, "summarize": True, "instructions": "Be brief"}
+        await communicator.send_json_to(start)
+        error, _ = await until(communicator, "error")
+    assert error["code"] == "no-instructions" and "cannot follow custom instructions" in error["message"]
+    assert await astate(session) == before
+
+
 async def test_selecting_the_current_leaf_says_already_there(session: AgentSession) -> None:
     leaf, count = await astate(session)
     async with connected() as communicator:

@@ -541,9 +541,9 @@ def test_the_original_lists_its_forks_and_the_fork_names_its_parent(client: Clie
 
     original = client.get(f"/s/{SID}/")
     assert [(link.title, link.url) for link in original.context["forks"]] == [
-        # An unnamed fork is titled by its first prompt; the empty one (forked at the root message) by its id.
-        ("Write a CLI argument parser in Python.", f"/s/{first.session_id}/"),
-        (second.session_id, f"/s/{second.session_id}/"),
+        # An unnamed fork is told from its original by its title, the empty one (forked at the root) too.
+        ("Fork of Write a CLI argument parser in Python.", f"/s/{first.session_id}/"),
+        ("Fork of Write a CLI argument parser in Python.", f"/s/{second.session_id}/"),
     ]
     assert original.context["branch_picker_url"] == picker_url()
     assert original.context["continue_text"] == ""

@@ -24,8 +24,9 @@ from treeview.session.session_manager import SessionManager
 
 FIXTURE = "v3_branching_labels.jsonl"
 HTMX = {"HX-Request": "true", "HX-Target": "review-status"}
-#: The fixture's branches: b2000006 (a label below it, nothing after) and e5000001 (the session's leaf).
-LEAVES = {"b2000006", "e5000001"}
+#: The fixture's branches: b2000006 (a label below it, nothing after) and b2000008 (labels and a custom entry
+#: below it, the last of them the session's leaf: they belong to its branch).
+LEAVES = {"b2000006", "b2000008"}
 
 
 @pytest.fixture
@@ -108,7 +109,10 @@ def test_unreviewed_deletes_the_row_and_clears_the_review_label(session: AgentSe
     assert "b2000006" not in _labels(session)
     # Nothing to clear: nothing appended.
     count = Entry.objects.filter(session=session).count()
-    assert review.set_review_status(session, "e5000001", "unreviewed", user).label == "unchanged"
+    assert review.set_review_status(session, "b2000006", "unreviewed", user).label == "unchanged"
+    assert Entry.objects.filter(session=session).count() == count
+    # The custom entry ends b2000008's branch, which keeps its own label ("click-version"): nothing written.
+    assert review.set_review_status(session, "e5000001", "unreviewed", user).label == "kept"
     assert Entry.objects.filter(session=session).count() == count
 
 
@@ -123,13 +127,14 @@ def test_an_unknown_leaf_is_refused_and_nothing_is_written(session: AgentSession
 def test_a_label_entry_stands_for_the_entry_above_it(session: AgentSession, user: User) -> None:
     # c3000001 is the label below b2000006: the branch is named by b2000006.
     assert review.set_review_status(session, "c3000001", "approved", user).leaf_id == "b2000006"
-    # The mirror label went below the session's leaf (e5000001): still two branches, same names.
+    # The mirror label went below the session's leaf (e5000001): still two branches, same names; the leaf's
+    # branch is named by b2000008 (the labels and the custom entry after it are bookkeeping).
     session.refresh_from_db()
     assert Entry.objects.get(session=session, entry_id=session.leaf_id).type == "label"
     assert {leaf.entry_id for leaf in review.session_leaves([session])[session.pk]} == LEAVES
     tree = explorer.explorer_tree(session, session.leaf_id)
     page = review.page_review(session, tree.flat, session.leaf_id)
-    assert (page.leaf_id, page.status) == ("e5000001", "unreviewed")
+    assert (page.leaf_id, page.status) == ("b2000008", "unreviewed")
     assert page.statuses == {"b2000006": "approved"}
 
 
@@ -141,17 +146,34 @@ def test_leaves_skip_labels_even_when_the_agent_went_on_after_them(session: Agen
     append.append_entry(
         session,
         lambda leaf, ids: {
-            "type": "custom",
-            "customType": "note",
-            "data": {},
+            "type": "message",
             "id": "f6000001",
             "parentId": leaf,
             "timestamp": "2026-05-01T10:01:00.000Z",
+            "message": {"role": "user", "content": [{"type": "text", "text": "Go on."}], "timestamp": 1},
         },
     )
     leaves = {leaf.entry_id for leaf in review.session_leaves([session])[session.pk]}
     assert leaves == {"b2000006", "f6000001"}
-    assert label_id not in leaves
+    assert label_id not in leaves and "b2000008" not in leaves
+
+
+def test_trailing_bookkeeping_entries_belong_to_the_branch_above(session: AgentSession, user: User) -> None:
+    # The fixture's leaf is a custom entry below two labels below b2000008: one branch, named by b2000008.
+    assert review.branch_leaf(session, "e5000001") == "b2000008"
+    append.append_entry(
+        session,
+        lambda leaf, ids: {
+            "type": "model_change",
+            "id": "f6000002",
+            "parentId": leaf,
+            "timestamp": "2026-05-01T10:01:00.000Z",
+            "model": "anthropic/claude-opus-4",
+        },
+    )
+    assert {leaf.entry_id for leaf in review.session_leaves([session])[session.pk]} == LEAVES
+    assert review.set_review_status(session, "f6000002", "approved", user).leaf_id == "b2000008"
+    assert review.statuses_for_session(session) == {"b2000008": "approved"}
 
 
 def test_a_refused_write_back_keeps_the_status(session: AgentSession, user: User, settings: Any) -> None:
@@ -189,7 +211,7 @@ def test_statuses_survive_a_reimport_of_a_grown_file(session: AgentSession, user
     assert result.status == "grown" and result.session is not None and result.session.pk == session.pk
     assert review.statuses_for_session(result.session) == {
         "b2000006": "approved",
-        "e5000001": "needs_changes",
+        "b2000008": "needs_changes",  # the branch e5000001 ends is b2000008's
     }
     # The branch went on: its new leaf waits for review; the old status stays on the entry it was set on.
     assert "g7000001" in {leaf.entry_id for leaf in review.session_leaves([result.session])[session.pk]}
@@ -208,8 +230,8 @@ def test_summaries_count_statuses_per_session_in_one_query(
     session: AgentSession, user: User, django_assert_num_queries: Any
 ) -> None:
     review.set_review_status(session, "b2000006", "approved", user)
-    review.set_review_status(session, "e5000001", "approved", user)
-    review.set_review_status(session, "b2000008", "needs_changes", user)
+    review.set_review_status(session, "b2000008", "approved", user)
+    review.set_review_status(session, "b2000002", "needs_changes", user)
     with django_assert_num_queries(1):
         summaries = review.summaries([session])
     assert str(summaries[session.pk]) == "2 approved · 1 needs changes"
@@ -255,8 +277,8 @@ def test_the_session_page_shows_the_control_and_the_badge(world: World) -> None:
     )
     # Another branch: unreviewed, and no badge on its row.
     other = world.client("member").get(f"/s/{SID}/").content.decode()
-    assert '<input type="hidden" name="leaf_id" value="e5000001">' in other
-    assert not re.search(r'data-entry-id="e5000001"[^\n]*data-review-status', other)
+    assert '<input type="hidden" name="leaf_id" value="b2000008">' in other
+    assert not re.search(r'data-entry-id="b2000008"[^\n]*data-review-status', other)
 
 
 def test_csrf_is_enforced(world: World) -> None:

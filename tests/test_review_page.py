@@ -56,13 +56,13 @@ def _mention(
 def test_a_member_sees_the_team_sessions_unreviewed_branches(world: World) -> None:
     waiting = _section(_page(world, "member"), "waiting")
     assert SECRETS[0] in waiting and LONG_TITLE in waiting
-    for leaf in ("b2000006", "e5000001"):
+    for leaf in ("b2000006", "b2000008"):
         assert f'href="/s/{SID}/?leafId={leaf}"' in waiting
     assert 'href="/s/long-output/?leafId=t1"' in waiting
     # A branch with a status no longer waits.
     review.set_review_status(world.session, "b2000006", "approved", world.users["team_admin"])
     waiting = _section(_page(world, "member"), "waiting")
-    assert "leafId=b2000006" not in waiting and "leafId=e5000001" in waiting
+    assert "leafId=b2000006" not in waiting and "leafId=b2000008" in waiting
 
 
 def test_an_outsider_sees_none_of_them(world: World) -> None:
@@ -76,14 +76,14 @@ def test_the_owner_does_not_review_their_own_sessions_but_sees_changes_asked(wor
     body = _page(world, "owner")
     assert "leafId=" not in _section(body, "waiting")
     assert "No branch is marked" in _section(body, "changes")
-    review.set_review_status(world.session, "e5000001", "needs_changes", world.users["member"])
+    review.set_review_status(world.session, "b2000008", "needs_changes", world.users["member"])
     changes = _section(_page(world, "owner"), "changes")
-    assert SECRETS[0] in changes and f'href="/s/{SID}/?leafId=e5000001"' in changes
+    assert SECRETS[0] in changes and f'href="/s/{SID}/?leafId=b2000008"' in changes
     assert "needs changes" in changes
     # Not the member's session: not in their needs-changes list, and no longer waiting for them either.
     member = _page(world, "member")
-    assert "leafId=e5000001" not in _section(member, "changes")
-    assert "leafId=e5000001" not in _section(member, "waiting")
+    assert "leafId=b2000008" not in _section(member, "changes")
+    assert "leafId=b2000008" not in _section(member, "waiting")
 
 
 def test_a_needs_changes_branch_that_went_on_says_so(world: World) -> None:
@@ -170,7 +170,7 @@ def test_single_user_mode_lists_every_session(world: World, settings: Any) -> No
     review.set_review_status(world.session, "b2000006", "needs_changes", None)
     body = Client().get("/review/").content.decode()
     waiting = _section(body, "waiting")
-    assert "leafId=e5000001" in waiting and "leafId=t1" in waiting and "leafId=b2000006" not in waiting
+    assert "leafId=b2000008" in waiting and "leafId=t1" in waiting and "leafId=b2000006" not in waiting
     assert "leafId=b2000006" in _section(body, "changes")
     assert 'id="mentions-heading"' not in body
 

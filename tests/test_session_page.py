@@ -161,14 +161,16 @@ def test_default_selection_is_the_leaf_and_the_conversation_is_its_path(client: 
     index = initial_selection(flat, rows)
     assert index is not None
     assert selected_row(html) == rows[index].id
-    assert entry_ids(html) == path_to(session, rows[index].id)
+    # The selection is on the leaf's path: the conversation is that whole branch, down to the leaf.
+    assert entry_ids(html) == path_to(session, session.leaf_id)
 
 
 def test_target_id_deep_link_selects_the_entry_and_shows_its_path(client: Client, tmp_path: Path):
     session = import_fixture(tmp_path, BRANCHING)
     html = client.get(page(session), {"targetId": "b2000005"}).content.decode()
     assert selected_row(html) == "b2000005"
-    assert entry_ids(html) == path_to(session, "b2000005")
+    # The branch through it, down to the newest leaf below it (the label c3000001 below b2000006).
+    assert entry_ids(html) == path_to(session, "c3000001")
     assert 'id="entry-b2000005"' in html
     assert "targetId=b2000005" in html  # the permalink
 
@@ -179,8 +181,9 @@ def test_hidden_target_selects_its_nearest_visible_ancestor(client: Client, tmp_
     html = client.get(page(session), {"targetId": "b2000004", "filter": "all"}).content.decode()
     assert "b2000004" not in tree_ids(html)
     assert selected_row(html) == "b2000003"
-    # The conversation still goes to the entry asked for.
-    assert entry_ids(html) == path_to(session, "b2000004")
+    # The conversation still shows the branch through the entry asked for, which is highlighted.
+    assert entry_ids(html) == path_to(session, "c3000001")
+    assert re.search(r'id="entry-b2000004"[^>]*selected', html)
 
 
 def test_leaf_id_deep_link_draws_the_tree_for_that_leaf(client: Client, tmp_path: Path):
@@ -630,7 +633,7 @@ def test_header_shows_whole_tree_totals_and_no_branch_row_without_branch_totals(
     monkeypatch.setattr(detail, "_detail_context", lambda *args: {**original(*args), "branch_totals": None})
     session = import_fixture(tmp_path, BRANCHING)
     html = client.get(page(session)).content.decode()
-    assert "Whole tree" in html and "Active branch" not in html
+    assert "Whole tree" in html and "This branch" not in html
     totals = re.search(r'<tr class="totals-tree">(.*?)</tr>', html, re.S).group(1)
     cells = [" ".join(cell.split()) for cell in re.findall(r"<td>(.*?)</td>", totals, re.S)]
     assert cells[:3] == [str(session.entry_count), str(session.message_count), str(session.tool_call_count)]
@@ -657,11 +660,11 @@ def test_header_shows_the_active_branch_totals_next_to_the_whole_tree(
     session = import_fixture(tmp_path, BRANCHING)
     html = client.get(page(session)).content.decode()
     row = re.search(r'<tr class="totals-branch">(.*?)</tr>', html, re.S)
-    assert row is not None and "Active branch" in row.group(1)
+    assert row is not None and "This branch" in row.group(1)
     cells = [" ".join(cell.split()) for cell in re.findall(r"<td>(.*?)</td>", row.group(1), re.S)]
     # No cache totals per branch: a dash, not a zero.
     assert cells == ["7", "5", "1", "12,345", "678", "–", "–", "$0.0123"]
-    assert html.index("Active branch") < html.index("Whole tree")
+    assert html.index("This branch") < html.index("Whole tree")
     branch.cache_read_tokens, branch.cache_write_tokens = 9, 1010
     html = client.get(page(session)).content.decode()
     row = re.search(r'<tr class="totals-branch">(.*?)</tr>', html, re.S)

@@ -25,6 +25,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
 from treeview.access import can_view, sees_everything
+from treeview.llm import summarizer_status
 from treeview.models import AgentSession
 from treeview.services.events import ACCESS_CHANGED, SESSIONS_GROUP, session_group
 from treeview.services.navigate import NavigationFailed, NavigationOutcome, navigate
@@ -37,6 +38,14 @@ CLOSE_NOT_FOUND = 4404
 CLOSE_FORBIDDEN = 4403
 MAX_ID_LENGTH = 200
 MAX_INSTRUCTIONS = 20_000
+NOTHING_TO_SUMMARIZE = (
+    "Nothing to summarize: the branch you left has no messages after the point you moved to "
+    "(moving further down the same branch abandons nothing), so the leaf moved without a summary."
+)
+NO_INSTRUCTIONS = (
+    "The offline digest picks entries by rule and cannot follow custom instructions; "
+    "configure a model (ARBOR_LLM_PROVIDER) to give some. Nothing was changed."
+)
 CANCELLED_MESSAGE = "Branch summarization cancelled"
 
 
@@ -170,6 +179,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         # Access is checked again before every write: it may have been taken away since the socket opened.
         if not await self._still_allowed():
             return
+        if summarize and instructions and instructions.strip() and summarizer_status().provider == "digest":
+            await self._error("no-instructions", NO_INSTRUCTIONS)
+            return
         self.signal = AbortSignal()
         self.job = asyncio.create_task(self._run(target, summarize, instructions, self.signal))
 
@@ -217,7 +229,11 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             log.exception("navigation of session %s failed", self.session.session_id)
             await self._error("internal", "The navigation failed; nothing was changed")
         else:
-            await self.send_json(self._outcome_message(outcome))
+            message = self._outcome_message(outcome)
+            if summarize and outcome.status == "done" and outcome.summary_id is None:
+                # A summary was asked for and none was written: say why rather than close in silence.
+                message.update(nothingToSummarize=True, message=NOTHING_TO_SUMMARIZE)
+            await self.send_json(message)
 
     def _outcome_message(self, outcome: NavigationOutcome) -> dict[str, Any]:
         if outcome.status == "cancelled":

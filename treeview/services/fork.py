@@ -17,6 +17,7 @@ imported, ``session_branch``.
 from __future__ import annotations
 
 import logging
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,9 +45,11 @@ __all__ = [
     "ForkFailed",
     "ForkResult",
     "InvalidBranchEntry",
+    "ResumeHint",
     "UnknownEntry",
     "fork_dir",
     "fork_session",
+    "resume_hint",
     "user_message_text",
     "user_messages",
 ]
@@ -145,6 +148,35 @@ def fork_dir(session: AgentSession) -> Path:
     ):
         return source.parent
     return Path(settings.ARBOR_DATA_DIR) / FORKS_SUBDIR
+
+
+#: The agents' command lines that open a session file (pi 1.6: ``--session <path|id>``; oh-my-pi 18:
+#: ``--resume <id prefix|path>``).
+RESUME_FLAGS = {AgentSession.Agent.PI: ("pi", "--session"), AgentSession.Agent.OMP: ("omp", "--resume")}
+
+
+@dataclass(frozen=True)
+class ResumeHint:
+    """Where a session's file is and the command that resumes it in its agent. ``in_agent_dir``: the file is
+    among the agent's sessions (write-back put it next to its original); else it is in Arbor's data
+    directory, which the agent does not list."""
+
+    path: str
+    command: str
+    agent: str
+    in_agent_dir: bool
+
+
+def resume_hint(session: AgentSession) -> ResumeHint | None:
+    """How to go on with ``session`` in its agent (``None``: it has no file)."""
+    if not session.source_path:
+        return None
+    program, flag = RESUME_FLAGS.get(session.agent, RESUME_FLAGS[AgentSession.Agent.OMP])
+    path = Path(session.source_path)
+    in_agent_dir = any(_inside(path.resolve(), Path(d)) for d in settings.ARBOR_SESSION_DIRS)
+    return ResumeHint(
+        str(path), f"{program} {flag} {shlex.quote(str(path))}", session.get_agent_display(), in_agent_dir
+    )
 
 
 class _HoldBranchEvent(HookRunner):

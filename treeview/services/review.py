@@ -1,9 +1,10 @@
 """Review statuses of branches: set one (mirrored into the file as a label), and read them back.
 
 A branch is named by its leaf entry id, so a status survives a re-import of a grown or rewritten file (the
-ids stay; the rows do not). Label entries do not count as entries of a branch: the label a status appends
-below the current leaf, or a user's label at the end of a branch, does not make a new branch, and a leaf that
-is a label entry stands for its nearest ancestor that is not one (:func:`branch_leaf`). No row: unreviewed.
+ids stay; the rows do not). A branch ends at a conversational entry (``session.branches``): the label a
+status appends below the current leaf, a user's label or a bookkeeping entry (``custom`` state, a model
+change) at the end of a branch does not make a new branch, and a leaf that is one stands for its nearest
+conversational ancestor (:func:`branch_leaf`). A linear session is one branch. No row: unreviewed.
 
 The mirror label (``review: approved``, ``review: needs changes``, ``review: abandoned``) is an ordinary
 label entry, so pi and oh-my-pi show it in their ``/tree``; it is written only where the leaf has no label or
@@ -26,6 +27,7 @@ from django.db.models import Count, Exists, OuterRef, QuerySet
 from treeview.lru import LruCache
 from treeview.models import AgentSession, Entry, ReviewStatus
 from treeview.services import append
+from treeview.session.branches import CONVERSATIONAL_TYPES, branch_anchor, is_conversational
 
 __all__ = [
     "LABELS",
@@ -69,17 +71,13 @@ def is_review_label(label: str | None) -> bool:
 
 
 def _label_anchor(entry_id: str, types: Mapping[str, str], parents: Mapping[str, str | None]) -> str:
-    """``entry_id``, or when it is a label entry its nearest ancestor that is not one (``entry_id`` itself
-    when the labels go up to a root, a missing parent or a cycle)."""
-    current = entry_id
-    seen: set[str] = set()
-    while types.get(current) == "label":
-        seen.add(current)
-        parent = parents.get(current)
-        if parent is None or parent not in types or parent in seen:
-            return entry_id
-        current = parent
-    return current
+    """``entry_id``, or when it is a label or bookkeeping entry its nearest conversational ancestor
+    (``entry_id`` itself when none is above: a root, a missing parent or a cycle)."""
+
+    def lookup(current: str) -> tuple[object, str | None] | None:
+        return (types[current], parents.get(current)) if current in types else None
+
+    return branch_anchor(entry_id, lookup)
 
 
 # -- writing -------------------------------------------------------------------------------------------------
@@ -116,8 +114,9 @@ def _current_label(session: AgentSession, target_id: str) -> str | None:
 
 
 def branch_leaf(session: AgentSession, entry_id: str) -> str:
-    """The leaf that names the branch ending at ``entry_id``: the entry itself, or for a label entry its
-    nearest ancestor that is not a label. Raises :class:`append.UnknownEntry` for an id the session lacks."""
+    """The leaf that names the branch ending at ``entry_id``: the entry itself, or for a label or bookkeeping
+    entry its nearest conversational ancestor. Raises :class:`append.UnknownEntry` for an id the session
+    lacks."""
     types: dict[str, str] = {}
     parents: dict[str, str | None] = {}
     current: str | None = entry_id
@@ -134,7 +133,7 @@ def branch_leaf(session: AgentSession, entry_id: str) -> str:
         if row is None:
             break
         types[current], parents[current] = row
-        if row[0] != "label":
+        if is_conversational(row[0]):
             break
         current = row[1]
     if entry_id not in types:
@@ -198,8 +197,9 @@ class BranchReview:
 
 
 def page_review(session: AgentSession, flat: Any, leaf_id: str | None) -> BranchReview:
-    """The statuses of the session (one query) and the branch the page shows: ``leaf_id``, label entries
-    skipped, from the page's cached flat tree (``flat.by_id``: id → node with ``node.entry``)."""
+    """The statuses of the session (one query) and the branch the page shows: ``leaf_id``, trailing label and
+    bookkeeping entries skipped, from the page's cached flat tree (``flat.by_id``: id → node with
+    ``node.entry``)."""
     statuses = statuses_for_session(session)
     if leaf_id is None:
         return BranchReview(statuses, None)
@@ -215,7 +215,7 @@ def page_review(session: AgentSession, flat: Any, leaf_id: str | None) -> Branch
         types[current] = str(entry.get("type"))
         parent = entry.get("parentId")
         parents[current] = parent if isinstance(parent, str) else None
-        if types[current] != "label":
+        if is_conversational(types[current]):
             break
         current = parents[current]
     if leaf_id not in types:
@@ -279,7 +279,8 @@ _leaf_cache: LruCache[tuple[Any, ...], list[Leaf]] = LruCache(
 
 
 def session_leaves(sessions: Iterable[AgentSession]) -> dict[int, list[Leaf]]:
-    """Session pk → its branches (label entries do not count), newest first, from SQL: no tree is built.
+    """Session pk → its branches (ending at conversational entries: labels and bookkeeping do not count),
+    newest first, from SQL: no tree is built.
     Kept per session state (``next_seq`` grows with every stored entry; a rewrite changes ``entry_count``).
     Reading a session's branches costs a pass over its entries (about 50 ms per 30,000 on SQLite)."""
     result: dict[int, list[Leaf]] = {}
@@ -299,15 +300,14 @@ def session_leaves(sessions: Iterable[AgentSession]) -> dict[int, list[Leaf]]:
 
 
 def _query_leaves(pks: list[int]) -> dict[int, list[Leaf]]:
-    """Entries without a child that is not a label are candidates; a candidate whose label children lead on
-    to an entry that is not a label (the agent went on after a label) is dropped. Labels are few, so that
-    second step reads only them and their children."""
-    real_child = Entry.objects.filter(session=OuterRef("session"), parent_id=OuterRef("entry_id")).exclude(
-        type="label"
+    """Conversational entries without a conversational child are candidates; a candidate whose bookkeeping
+    children lead on to a conversational entry (the agent went on after a label or a model change) is
+    dropped. Bookkeeping entries are few, so that second step reads only them and their children."""
+    real_child = Entry.objects.filter(
+        session=OuterRef("session"), parent_id=OuterRef("entry_id"), type__in=CONVERSATIONAL_TYPES
     )
     rows = (
-        Entry.objects.filter(session__in=pks)
-        .exclude(type__in=("session", "label"))
+        Entry.objects.filter(session__in=pks, type__in=CONVERSATIONAL_TYPES)
         .exclude(entry_id="")
         .filter(~Exists(real_child))
         .values_list("session_id", "entry_id", "text", "seq")
@@ -329,9 +329,13 @@ def _query_leaves(pks: list[int]) -> dict[int, list[Leaf]]:
 
 
 def _continued_below_labels(pks: list[int]) -> list[tuple[int, str]]:
-    """(session pk, entry id) of the entries that have labels below them with a non-label entry after."""
-    labels = Entry.objects.filter(session__in=pks, type="label").values_list(
-        "session_id", "entry_id", "parent_id"
+    """(session pk, entry id) of the entries that have bookkeeping entries below them with a conversational
+    entry after."""
+    labels = (
+        Entry.objects.filter(session__in=pks)
+        .exclude(type__in=(*CONVERSATIONAL_TYPES, "session"))
+        .exclude(entry_id="")
+        .values_list("session_id", "entry_id", "parent_id")
     )
     parents: dict[int, dict[str, str | None]] = defaultdict(dict)
     for pk, entry_id, parent in labels:
@@ -340,11 +344,9 @@ def _continued_below_labels(pks: list[int]) -> list[tuple[int, str]]:
     for pk, label_parents in parents.items():
         ids = list(label_parents)
         for start in range(0, len(ids), 500):
-            below = (
-                Entry.objects.filter(session=pk, parent_id__in=ids[start : start + 500])
-                .exclude(type="label")
-                .values_list("parent_id", flat=True)
-            )
+            below = Entry.objects.filter(
+                session=pk, parent_id__in=ids[start : start + 500], type__in=CONVERSATIONAL_TYPES
+            ).values_list("parent_id", flat=True)
             for label_id in set(below):
                 anchor = _walk_labels(label_id, label_parents)
                 if anchor is not None:
@@ -353,7 +355,7 @@ def _continued_below_labels(pks: list[int]) -> list[tuple[int, str]]:
 
 
 def _walk_labels(label_id: str, label_parents: Mapping[str, str | None]) -> str | None:
-    """The first entry above ``label_id`` that is not a label (``None``: the chain ends at a root)."""
+    """The first entry above ``label_id`` that is not bookkeeping (``None``: the chain ends at a root)."""
     current: str | None = label_id
     seen: set[str] = set()
     while current is not None and current in label_parents and current not in seen:

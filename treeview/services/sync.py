@@ -923,6 +923,11 @@ def update_totals(session: AgentSession, *, move_leaf: bool = True) -> None:
             if isinstance(name, str) and name.strip():
                 session.title = name.strip()[:500]
                 break
+    if not session.title and session.parent_session:
+        # A fork (``/branch``, a subagent) shares its original's first prompt: its own title tells them apart.
+        parent = session.parent()
+        if parent is not None:
+            session.title = f"Fork of {parent.display_title}"[:500]
     session.next_seq = max(session.next_seq, entries.max_seq() + 1)
 
 

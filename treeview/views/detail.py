@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
-from treeview import context_tab, explorer
+from treeview import context_tab, conversation, explorer
 from treeview.access import can_view
 from treeview.forms import (
     LabelForm,
@@ -28,6 +28,7 @@ from treeview.models import AgentSession
 from treeview.render import full_block_text, render_full_text
 from treeview.services import append
 from treeview.services import comments as comment_service
+from treeview.services import fork as fork_service
 from treeview.services import review as review_service
 from treeview.session.selector import FilterMode, Row
 from treeview.views import fork
@@ -130,6 +131,8 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
     if parent is not None and not can_view(request.user, parent):
         parent = None
     node = tree.flat.by_id.get(selected)
+    # The branch the conversation shows (through the selection, down to its leaf): the header describes it.
+    branch = conversation.branch_on_screen(tree, selected)
     return {
         "session": session,
         "state": state,
@@ -160,15 +163,18 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
         # /branch: the sessions branched from this one, the picker, and the text to continue from.
         **(_fork_context(request, state, parent) if htmx_target(request) is None else {}),
         "label_value": (node.node.label or "") if node is not None else "",
-        # Totals of the path root → the displayed leaf, from the cached tree (no query).
-        "branch_totals": explorer.branch_totals(tree),
+        "branch": branch,
+        # Totals of the branch on screen, from the cached tree (no query).
+        "branch_totals": branch.totals if branch is not None else None,
         "oob": False,
         "context_tab_url": state.url(tab="context", end=None),
         "context_fragment_url": _context_url(state),
         "conversation_tab_url": state.url(tab=None, end=None),
         "navigation": _navigation_context(state),
         # Review statuses (one query): the tree's badges, and the control for the branch drawn.
-        "review": review_service.page_review(session, tree.flat, state.leaf_id),
+        "review": review_service.page_review(
+            session, tree.flat, branch.leaf_id if branch is not None else state.leaf_id
+        ),
         # The selected entry's comment threads: a callable, so only a page that shows the entry queries them.
         "comment_panel": (
             partial(
@@ -192,6 +198,9 @@ def _fork_context(request: HttpRequest, state: PageState, parent: AgentSession |
         "forks": fork.fork_links(state.session, request.user),
         "branch_picker_url": fork.picker_url(state.session, state.copy),
         "continue_text": fork.continue_text(parent, request.GET.get("continueFrom")),
+        # A fork: where its file is and how to go on with it in the agent.
+        "resume": fork_service.resume_hint(state.session) if state.session.parent_session else None,
+        "write_back": settings.ARBOR_WRITE_BACK,
     }
 
 
@@ -207,7 +216,7 @@ def _navigation_context(state: PageState) -> dict[str, Any]:
 
 def _conversation_context(context: dict[str, Any], tree: explorer.ExplorerTree) -> dict[str, Any]:
     state: PageState = context["state"]
-    page = explorer.conversation_page(state.session, tree, context["selected_id"], state.end)
+    page = conversation.conversation_page(state.session, tree, context["selected_id"], state.end)
     items = []
     for entry in page.entries:
         siblings = entry.siblings
@@ -248,6 +257,7 @@ def _render_detail(request: HttpRequest, state: PageState, tree: explorer.Explor
     pane_html = "".join(
         render_to_string(name, pane_context, request)
         for name in (
+            DETAIL_TEMPLATE + "#branch-header",
             DETAIL_TEMPLATE + "#pane-tabs",
             DETAIL_TEMPLATE + "#conversation",
             CONTEXT_TEMPLATE + "#context",

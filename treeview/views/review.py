@@ -23,6 +23,7 @@ from treeview.forms import FILTER_CHOICES
 from treeview.models import AgentSession, Comment, Entry, ReviewStatus, Team
 from treeview.services import append
 from treeview.services import review as review_service
+from treeview.session.branches import CONVERSATIONAL_TYPES
 from treeview.session.selector import FilterMode
 from treeview.views.common import copy_note, copy_param, htmx_target, session_or_404, shared_ids
 from treeview.views.detail import DETAIL_TEMPLATE, PageState, _detail_context
@@ -235,8 +236,8 @@ def _needs_changes(user: Any, team: Team | None, page: int) -> tuple[list[Sessio
     sessions = _scope(user, team)
     if not settings.ARBOR_SINGLE_USER:
         sessions = sessions.filter(owner=user)
-    grown = Entry.objects.filter(session=OuterRef("session"), parent_id=OuterRef("leaf_id")).exclude(
-        type="label"
+    grown = Entry.objects.filter(
+        session=OuterRef("session"), parent_id=OuterRef("leaf_id"), type__in=CONVERSATIONAL_TYPES
     )
     rows = list(
         ReviewStatus.objects.filter(status=Status.NEEDS_CHANGES, session__in=sessions)
