@@ -41,6 +41,8 @@ class SessionContext:
     has_persisted_mcp_tool_selection: bool = False
     mode: str = "none"
     mode_data: Any = UNDEFINED
+    #: pi's model: ``{"provider", "modelId"}`` of the last model change or assistant on the path.
+    model: dict[str, Any] | None = None
 
 
 def path_to_root(leaf: Entry | None, by_id: Mapping[str, Entry]) -> list[Entry]:

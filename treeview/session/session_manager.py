@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .agents import Agent, AgentDecision, check_agent, detect_agent
 from .context import SessionContext, context_for_path
 from .entries import base_entry, branch_summary_entry, defined, label_entry
 from .ids import generate_id, iso_now, new_session_id
@@ -27,6 +28,7 @@ from .jsonl import (
     ParsedLine,
     ParseWarning,
     SessionFileChanged,
+    SessionFileError,
     dumps,
     parse_session_bytes,
     parse_session_file,
@@ -101,8 +103,19 @@ def session_file_name(timestamp: str, session_id: str) -> str:
 class SessionManager:
     """One session: its header, entries in file order, the id index, resolved labels and the leaf."""
 
-    def __init__(self, cwd: str = "", session_dir: str | None = None, *, persist: bool = False) -> None:
+    def __init__(
+        self,
+        cwd: str = "",
+        session_dir: str | None = None,
+        *,
+        persist: bool = False,
+        agent: Agent | None = None,
+    ) -> None:
         self.cwd = cwd
+        # Whose rules apply (see agents.py): given, else detected from the file on load (omp for a new one).
+        self.agent: Agent = check_agent(agent) if agent is not None else "omp"
+        self.agent_decision = AgentDecision(self.agent, "given" if agent is not None else "new session")
+        self._agent_given = agent is not None
         self.session_dir = session_dir
         self.persist = persist
         self.session_file: str | None = None
@@ -145,29 +158,40 @@ class SessionManager:
         return manager
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, persist: bool = False) -> SessionManager:
-        """Load a session file. ``persist=True`` appends new entries to it (only while it is unchanged)."""
+    def open(
+        cls, path: str | os.PathLike[str], *, persist: bool = False, agent: Agent | None = None
+    ) -> SessionManager:
+        """Load a session file. ``persist=True`` appends new entries to it (only while it is unchanged).
+
+        ``agent`` picks whose rules apply (default: detected from the file).
+        """
         file_path = Path(path).resolve()
         with _gc_paused():
             parsed = parse_session_file(file_path)
-            manager = cls(persist=persist)
+            manager = cls(persist=persist, agent=agent)
             manager._load(parsed, str(file_path))
         manager._file_size = parsed.size
         return manager
 
     @classmethod
-    def from_text(cls, text: str, path: str | None = None) -> SessionManager:
+    def from_text(cls, text: str, path: str | None = None, *, agent: Agent | None = None) -> SessionManager:
         """Load a session from its text (nothing is ever written)."""
-        return cls.from_bytes(text.encode("utf-8", errors="surrogatepass"), path=path)
+        return cls.from_bytes(text.encode("utf-8", errors="surrogatepass"), path=path, agent=agent)
 
     @classmethod
     def from_bytes(
-        cls, data: bytes, path: str | None = None, *, persist: bool = False, make_id: IdMaker | None = None
+        cls,
+        data: bytes,
+        path: str | None = None,
+        *,
+        persist: bool = False,
+        make_id: IdMaker | None = None,
+        agent: Agent | None = None,
     ) -> SessionManager:
         """Load a session from a file's bytes. Raises ``SessionFileError`` when there is no valid header."""
         with _gc_paused():
             parsed = parse_session_bytes(data)
-            manager = cls(persist=persist)
+            manager = cls(persist=persist, agent=agent)
             manager._load(parsed, path, make_id)
         return manager
 
@@ -178,6 +202,16 @@ class SessionManager:
         self.session_dir = str(Path(path).parent) if path else None
         self.header = parsed.header
         self.title_slot = parsed.title_slot
+        if self._agent_given:
+            if self.agent == "pi" and parsed.title_slot is not None:
+                # pi 1.6 refuses a file whose first line is omp's title slot (and leaves it alone).
+                raise SessionFileError("not a valid pi session: the first line is oh-my-pi's title slot")
+        else:
+            entries = (line.value for line in parsed.entries)
+            self.agent_decision = detect_agent(
+                parsed.header, entries, title_slot=parsed.title_slot is not None
+            )
+            self.agent = self.agent_decision.agent
         self._header_line = parsed.header_line
         self.entries = [line.value for line in parsed.entries]
         self._lines = list(parsed.entries)
@@ -389,6 +423,18 @@ class SessionManager:
             return next((i for i in range(stop) if path[i].get("id") == entry_id), stop)
 
         return context_for_path(path, [kinds[p] for p in positions], find)
+
+    def llm_messages(self, messages: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """What the model receives for ``messages`` (default: the leaf's context), by this agent's rules."""
+        from .messages import convert_to_llm
+
+        if messages is None:
+            messages = self.build_session_context().messages
+        return convert_to_llm(messages)
+
+    def label_timestamp(self, entry_id: str) -> str | None:
+        """When the current label of ``entry_id`` was set (the timestamp of its label entry)."""
+        return None
 
     def usage_statistics(self) -> UsageStatistics:
         stats = UsageStatistics()
