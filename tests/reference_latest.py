@@ -438,9 +438,24 @@ def agreement() -> dict[str, tuple[int, int]]:
     return {kind: (ok, total) for kind, (ok, total) in totals.items()}
 
 
+def known_gaps() -> list[tuple[str, str]]:
+    """The (answer, kind) pairs that do not fully agree (``--gaps`` prints them for test_reference_latest)."""
+    return [
+        (str(case), kind)
+        for case in all_latest_cases()
+        if case.opens
+        for kind in KINDS
+        if any(not ok for _, ok, _ in compare(case, kind))
+    ]
+
+
 def main() -> None:
     import sys
 
+    if "--gaps" in sys.argv:
+        for name, kind in known_gaps():
+            print(f'    ("{name}", "{kind}"),')
+        return
     verbose = "-v" in sys.argv
     if verbose:
         for case in all_latest_cases():

@@ -167,3 +167,80 @@ def test_module_entry_point_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     manager = SessionManager.open(out)
     assert len(manager.entries) == 300 and not manager.warnings
+
+
+# --------------------------------------------------------------------------------------------------
+# The newest agents: detection, --agent, the LLM hashes, stable v1 ids, a closed pipe
+
+WRITERS = {
+    "latest/omp18w_small_50.jsonl": "omp",
+    "latest/omp18w_features_200.jsonl": "omp",
+    "latest/pi16w_small_50.jsonl": "pi",
+    "latest/pi16w_features_200.jsonl": "pi",
+    "real/oh-my-pi_large-session_v3-migrated_title-slot.jsonl": "omp",
+    "real/pi-mono_large-session_v1.jsonl": "pi",
+    "real/pi-mono_root-session_v1_malformed-line.jsonl": "pi",
+    "handmade/omp18_title_slot_new_entry_types.jsonl": "omp",
+    "handmade/v3_custom_mode_ttsr.jsonl": "omp",
+    "handmade/v2_hookmessage_fromhook.jsonl": "pi",
+}
+
+
+@pytest.mark.parametrize(("fixture", "agent"), WRITERS.items())
+def test_inspect_detects_the_agent_that_wrote_the_file(
+    fixture: str, agent: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run_json(capsys, "inspect", str(DATA / fixture))
+    assert result["agent"]["name"] == agent
+    assert result["agent"]["reason"]
+
+
+@pytest.mark.parametrize("answer", ["omp18", "pi16"])
+def test_inspect_llm_hashes_are_the_agents_prompt(answer: str, capsys: pytest.CaptureFixture[str]) -> None:
+    reference = json.loads((DATA / "reference-latest" / f"v3_compaction.{answer}.json").read_text())
+    agent = "omp" if answer == "omp18" else "pi"
+    result = run_json(capsys, "inspect", str(DATA / "handmade" / "v3_compaction.jsonl"), "--agent", agent)
+    assert result["agent"] == {"name": agent, "reason": "given"}
+    want = [{"role": m["role"], "text_sha256": m["text_sha256"]} for m in reference["llm"]["messages"]]
+    assert result["llm"] == want
+
+
+def test_pi_refuses_a_title_slot_file_with_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    path = DATA / "handmade" / "omp18_title_slot_new_entry_types.jsonl"
+    before = path.read_bytes()
+    assert main(["inspect", str(path), "--agent", "pi"]) == 2
+    assert "title slot" in capsys.readouterr().err
+    assert path.read_bytes() == before
+
+
+def test_v1_ids_are_the_same_in_two_runs(tmp_path: Path) -> None:
+    source = DATA / "handmade" / "v1_index_compaction.jsonl"
+
+    def cli(*argv: str) -> Any:
+        done = subprocess.run(
+            [sys.executable, "-m", "treeview.session", *argv, "--json"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    first = cli("inspect", str(source))
+    target = first["branch"][2]
+    (record,) = cli("navigate", str(source), "--target", target)
+    assert record["target"] == target
+    assert cli("inspect", str(source))["branch"] == first["branch"]
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    source = DATA / "real" / "pi-mono_large-session_v1.jsonl"
+    done = subprocess.run(
+        f"{sys.executable} -m treeview.session inspect --json {source} | head -c 10",
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert len(done.stdout) == 10
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr

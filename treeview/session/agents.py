@@ -65,6 +65,9 @@ def detect_agent(
     for key in _OMP_HEADER_KEYS:
         if key in header:
             return AgentDecision("omp", f"header key {key}")
+    if "modelId" in header:
+        # pi's v1 header carried the model (provider, modelId, thinkingLevel); omp only reads such headers.
+        return AgentDecision("pi", "header key modelId")
     for entry in entries:
         kind = entry.get("type")
         if kind in _OMP_TYPES:

@@ -33,7 +33,7 @@ from .jsonl import (
     parse_session_bytes,
     parse_session_file,
 )
-from .migrations import CURRENT_SESSION_VERSION, IdMaker, migrate_to_current_version
+from .migrations import CURRENT_SESSION_VERSION, IdMaker, migrate_to_current_version, stable_id_maker
 from .tree import build_forest, cycle_message, duplicate_message
 
 __all__ = [
@@ -220,6 +220,10 @@ class SessionManager:
         self.cwd = cwd if isinstance(cwd, str) else ""
         self._original_version = self.header.get("version", 1)
         objects = [self.header, *self.entries]
+        if make_id is None and isinstance(self.header.get("id"), str):
+            # v1 entries get ids derived from the session id, the same at every load and in the database, so
+            # an id printed by one command can be used by the next (the original draws random ones).
+            make_id = stable_id_maker(self.header["id"])
         changed = (
             migrate_to_current_version(objects, make_id) if make_id else migrate_to_current_version(objects)
         )
@@ -430,7 +434,7 @@ class SessionManager:
 
         if messages is None:
             messages = self.build_session_context().messages
-        return convert_to_llm(messages)
+        return convert_to_llm(messages, self.agent)
 
     def label_timestamp(self, entry_id: str) -> str | None:
         """When the current label of ``entry_id`` was set (the timestamp of its label entry)."""
