@@ -111,7 +111,7 @@ def _context_messages(tmp_path: Path, fixture: str, reference: dict[str, Any]) -
     """
     path = tmp_path / fixture
     path.write_bytes(_fixture_bytes(fixture))
-    messages = SessionManager.open(path).build_session_context().messages
+    messages = SessionManager.open(path, agent="omp15").build_session_context().messages
     expected = reference["context"]["messages"]
     aligned: list[dict[str, Any]] = []
     extras = 0
@@ -169,7 +169,7 @@ def test_title_slot_files_present_like_their_slot_stripped_reference(fixture: st
     # Arbor reads the title slot that v15 could not; the result must equal v15's answer without the slot.
     path = DATA / fixture
     stripped = _load_reference(path.name.replace(".jsonl", ".slot-stripped.omp.json"))
-    llm = convert_to_llm(SessionManager.open(path).build_session_context().messages)
+    llm = convert_to_llm(SessionManager.open(path, agent="omp15").build_session_context().messages)
     _assert_llm_matches(llm, stripped["llm"]["messages"])
 
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal, get_args
 
-__all__ = ["AGENTS", "Agent", "AgentDecision", "check_agent", "detect_agent"]
+__all__ = ["AGENTS", "RULES", "Agent", "AgentDecision", "check_agent", "detect_agent"]
 
-Agent = Literal["omp", "pi"]
-AGENTS: Final[tuple[Agent, ...]] = get_args(Agent)
+#: Whose rules apply: oh-my-pi 18.3.4, pi 1.6.0, or oh-my-pi v15.0.0 (kept for the v15 reference answers).
+Agent = Literal["omp", "pi", "omp15"]
+RULES: Final[tuple[Agent, ...]] = get_args(Agent)
+#: The agents a file can be written by (and a user can pick).
+AGENTS: Final[tuple[Agent, ...]] = ("omp", "pi")
 
 # Entry types only oh-my-pi writes (v15 and later), and only pi writes (1.x).
 _OMP_TYPES: Final = frozenset(
@@ -51,8 +54,8 @@ class AgentDecision:
 
 def check_agent(value: str) -> Agent:
     """``value`` as an :data:`Agent`; a clear ``ValueError`` for anything else."""
-    if value not in AGENTS:
-        raise ValueError(f"unknown agent {value!r} (expected one of {', '.join(AGENTS)})")
+    if value not in RULES:
+        raise ValueError(f"unknown agent {value!r} (expected one of {', '.join(RULES)})")
     return value
 
 

@@ -56,6 +56,8 @@ def _entry_row(entry: dict[str, Any]) -> dict[str, Any]:
     message = entry.get("message")
     if entry.get("type") == "message" and isinstance(message, dict) and "role" in message:
         row["role"] = message["role"]
+    if entry.get("type") in ("custom", "custom_message") and "customType" in entry:
+        row["customType"] = entry["customType"]
     return row
 
 
@@ -77,7 +79,8 @@ def inspect(manager: SessionManager) -> dict[str, Any]:
         "labels": dict(manager.labels),
         "context": {
             "thinkingLevel": context.thinking_level,
-            "models": context.models,
+            # oh-my-pi keeps a model per role, pi one model.
+            **({"model": context.model} if manager.agent == "pi" else {"models": context.models}),
             "mode": context.mode,
             "messages": [{"role": m.get("role"), "text": message_text(m)} for m in context.messages],
         },
@@ -104,7 +107,7 @@ def _print_inspect(result: dict[str, Any]) -> None:
     context = result["context"]
     print(
         f"context  {len(context['messages'])} messages, thinking {context['thinkingLevel']}, "
-        f"mode {context['mode']}, models {context['models']}"
+        f"mode {context['mode']}, models {context.get('models', context.get('model'))}"
     )
     for target, label in result["labels"].items():
         print(f"label    {target}: {label}")

@@ -20,6 +20,7 @@ from typing import Any
 
 from .agents import Agent, AgentDecision, check_agent, detect_agent
 from .context import SessionContext, context_for_path
+from .context_latest import omp_context_for_path, pi_context_for_path
 from .entries import base_entry, branch_summary_entry, defined, label_entry
 from .ids import generate_id, iso_now, new_session_id
 from .jsonl import (
@@ -46,6 +47,9 @@ __all__ = [
 ]
 
 Entry = dict[str, Any]
+
+# buildSessionContext by agent: oh-my-pi 18.3.4, pi 1.6.0 (and v15's, for the v15 reference tests).
+_CONTEXT_BUILDERS = {"omp": omp_context_for_path, "pi": pi_context_for_path, "omp15": context_for_path}
 
 
 class EntryNotFound(KeyError):
@@ -426,7 +430,8 @@ class SessionManager:
             # Not where the index says (a duplicate id, say): look for it the slow way, like the original.
             return next((i for i in range(stop) if path[i].get("id") == entry_id), stop)
 
-        return context_for_path(path, [kinds[p] for p in positions], find)
+        builder = _CONTEXT_BUILDERS[self.agent]
+        return builder(path, [kinds[p] for p in positions], find)
 
     def llm_messages(self, messages: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
         """What the model receives for ``messages`` (default: the leaf's context), by this agent's rules."""
@@ -573,6 +578,17 @@ class SessionManager:
     def append_ttsr_injection(self, rule_names: list[str]) -> str:
         entry = self._base("ttsr_injection")
         entry["injectedRules"] = rule_names
+        return self._append(entry)
+
+    def append_reset_boundary(self) -> str:
+        """oh-my-pi's ``/clear``: the context starts after this entry (the history stays in the file)."""
+        return self._append(self._base("reset_boundary"))
+
+    def append_context_edit(self, target_id: str, replacement: dict[str, Any] | None) -> str:
+        """pi's context edit: ``target_id``'s content as the model sees it (``None`` removes it)."""
+        entry = self._base("context_edit")
+        entry["targetId"] = target_id
+        entry["replacement"] = replacement
         return self._append(entry)
 
     def append_label_change(self, target_id: str, label: str | None = None) -> str:
