@@ -128,6 +128,8 @@ class SessionManager:
         self.entries: list[Entry] = []
         self.by_id: dict[str, Entry] = {}
         self.labels: dict[str, str] = {}
+        # When each current label was set (its label entry's timestamp; pi's tree shows it with Shift+T).
+        self.label_times: dict[str, str] = {}
         self.leaf_id: str | None = None
         self.warnings: list[ParseWarning] = []
         self.migrated = False
@@ -242,6 +244,7 @@ class SessionManager:
     def _build_index(self) -> None:
         self.by_id = {}
         self.labels = {}
+        self.label_times = {}
         self.leaf_id = None
         self._pos = {}
         for index, entry in enumerate(self.entries):
@@ -258,7 +261,7 @@ class SessionManager:
             self._pos[entry_id] = index
             self.leaf_id = entry_id
             if entry.get("type") == "label":
-                self._apply_label(entry.get("targetId"), entry.get("label"))
+                self._apply_label(entry.get("targetId"), entry.get("label"), entry.get("timestamp"))
         # Parent links as positions, resolved once: walking a 90,000-deep path over a list of ints is several
         # times faster than chasing ids through the dict (the entries are scattered over a large heap).
         self._types = [entry.get("type") for entry in self.entries]
@@ -299,13 +302,18 @@ class SessionManager:
         parsed = self._lines[index] if index < len(self._lines) else None
         return parsed.line if parsed is not None else None
 
-    def _apply_label(self, target_id: Any, label: Any) -> None:
+    def _apply_label(self, target_id: Any, label: Any, timestamp: Any = None) -> None:
         if not isinstance(target_id, str):
             return
         if label:
             self.labels[target_id] = label
+            if isinstance(timestamp, str):
+                self.label_times[target_id] = timestamp
+            else:
+                self.label_times.pop(target_id, None)
         else:
             self.labels.pop(target_id, None)
+            self.label_times.pop(target_id, None)
 
     # ------------------------------------------------------------------------------------------------------
     # Reading
@@ -443,7 +451,7 @@ class SessionManager:
 
     def label_timestamp(self, entry_id: str) -> str | None:
         """When the current label of ``entry_id`` was set (the timestamp of its label entry)."""
-        return None
+        return self.label_times.get(entry_id)
 
     def usage_statistics(self) -> UsageStatistics:
         stats = UsageStatistics()
@@ -596,7 +604,7 @@ class SessionManager:
         if target_id not in self.by_id:
             raise EntryNotFound(target_id)
         entry_id = self._append(label_entry(self.leaf_id, self.by_id, target_id, label))
-        self._apply_label(target_id, label)
+        self._apply_label(target_id, label, self.by_id[entry_id].get("timestamp"))
         return entry_id
 
     def append_session_info(self, name: str) -> str:
