@@ -26,21 +26,32 @@ def omp_view_ids(case: Case) -> list[int]:
 PLAIN = [c for c in CASES if not SessionManager.open(c.path).migrated and len(omp_view_ids(c)) == 0]
 
 
+def latest(case: Case) -> dict[str, Any]:
+    """The newest answer for the fixture: of the agent that wrote it (the CLI's default rules)."""
+    answer = {"omp": "omp18", "pi": "pi16"}[SessionManager.open(case.path).agent]
+    path = DATA / "reference-latest" / f"{case.path.stem}.{answer}.json"
+    result: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return result
+
+
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
     assert main([*argv, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_inspect_reports_the_original_answers(case: Case, capsys: pytest.CaptureFixture[str]) -> None:
+def test_inspect_reports_the_newest_agents_answers(case: Case, capsys: pytest.CaptureFixture[str]) -> None:
     result = run_json(capsys, "inspect", str(case.path))
-    ref = case.reference
+    ref = latest(case)
     assert result["sessionId"] == ref["sessionId"]
     assert result["version"] == ref["version_after_migration"]
     assert len(result["entries"]) >= len(ref["entries"])
     assert set(result) >= {"leafId", "entries", "tree", "branch", "labels", "context", "warnings"}
     assert result["context"]["thinkingLevel"] == ref["context"]["thinkingLevel"]
-    assert result["context"]["models"] == ref["context"]["models"]
+    if result["agent"]["name"] == "omp":
+        assert result["context"]["models"] == ref["context"]["models"]
+    else:
+        assert result["context"]["model"] == ref["context"]["model"]
     if case in PLAIN:
         assert result["leafId"] == ref["leafId"]
         assert result["entries"] == ref["entries"]
@@ -55,11 +66,18 @@ def test_inspect_reports_the_original_answers(case: Case, capsys: pytest.Capture
             for r in result["tree"]
         ]
         assert tree == ref["tree_flat"]
+        # The newest answers give an execution's output as its text; Arbor's message_text gives none.
         texts = [
             (m["role"], _utf16(m["text"])[:200], len(_utf16(m["text"])))
             for m in result["context"]["messages"]
+            if not m["role"].endswith("Execution")
         ]
-        assert texts == [(m["role"], _utf16(m["text"]), m["text_len"]) for m in ref["context"]["messages"]]
+        expected = [
+            (m["role"], _utf16(m["text"]), m["text_len"])
+            for m in ref["context"]["messages"]
+            if not m["role"].endswith("Execution")
+        ]
+        assert texts == expected
 
 
 def _utf16(text: str) -> list[int]:
@@ -167,3 +185,80 @@ def test_module_entry_point_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     manager = SessionManager.open(out)
     assert len(manager.entries) == 300 and not manager.warnings
+
+
+# --------------------------------------------------------------------------------------------------
+# The newest agents: detection, --agent, the LLM hashes, stable v1 ids, a closed pipe
+
+WRITERS = {
+    "latest/omp18w_small_50.jsonl": "omp",
+    "latest/omp18w_features_200.jsonl": "omp",
+    "latest/pi16w_small_50.jsonl": "pi",
+    "latest/pi16w_features_200.jsonl": "pi",
+    "real/oh-my-pi_large-session_v3-migrated_title-slot.jsonl": "omp",
+    "real/pi-mono_large-session_v1.jsonl": "pi",
+    "real/pi-mono_root-session_v1_malformed-line.jsonl": "pi",
+    "handmade/omp18_title_slot_new_entry_types.jsonl": "omp",
+    "handmade/v3_custom_mode_ttsr.jsonl": "omp",
+    "handmade/v2_hookmessage_fromhook.jsonl": "pi",
+}
+
+
+@pytest.mark.parametrize(("fixture", "agent"), WRITERS.items())
+def test_inspect_detects_the_agent_that_wrote_the_file(
+    fixture: str, agent: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run_json(capsys, "inspect", str(DATA / fixture))
+    assert result["agent"]["name"] == agent
+    assert result["agent"]["reason"]
+
+
+@pytest.mark.parametrize("answer", ["omp18", "pi16"])
+def test_inspect_llm_hashes_are_the_agents_prompt(answer: str, capsys: pytest.CaptureFixture[str]) -> None:
+    reference = json.loads((DATA / "reference-latest" / f"v3_compaction.{answer}.json").read_text())
+    agent = "omp" if answer == "omp18" else "pi"
+    result = run_json(capsys, "inspect", str(DATA / "handmade" / "v3_compaction.jsonl"), "--agent", agent)
+    assert result["agent"] == {"name": agent, "reason": "given"}
+    want = [{"role": m["role"], "text_sha256": m["text_sha256"]} for m in reference["llm"]["messages"]]
+    assert result["llm"] == want
+
+
+def test_pi_refuses_a_title_slot_file_with_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    path = DATA / "handmade" / "omp18_title_slot_new_entry_types.jsonl"
+    before = path.read_bytes()
+    assert main(["inspect", str(path), "--agent", "pi"]) == 2
+    assert "title slot" in capsys.readouterr().err
+    assert path.read_bytes() == before
+
+
+def test_v1_ids_are_the_same_in_two_runs(tmp_path: Path) -> None:
+    source = DATA / "handmade" / "v1_index_compaction.jsonl"
+
+    def cli(*argv: str) -> Any:
+        done = subprocess.run(
+            [sys.executable, "-m", "treeview.session", *argv, "--json"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    first = cli("inspect", str(source))
+    target = first["branch"][2]
+    (record,) = cli("navigate", str(source), "--target", target)
+    assert record["target"] == target
+    assert cli("inspect", str(source))["branch"] == first["branch"]
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    source = DATA / "real" / "pi-mono_large-session_v1.jsonl"
+    done = subprocess.run(
+        f"{sys.executable} -m treeview.session inspect --json {source} | head -c 10",
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert len(done.stdout) == 10
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr

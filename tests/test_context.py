@@ -7,7 +7,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from treeview.session.context import build_session_context
+from treeview.session.context import context_for_path, path_to_root
+from treeview.session.context_latest import omp_context_for_path, pi_context_for_path
 from treeview.session.jsonl import dumps
 from treeview.session.session_manager import SessionManager
 
@@ -45,8 +46,10 @@ OPS = st.sampled_from(
     [
         *("user", "assistant", "model", "model_role", "thinking", "compaction", "summary"),
         *("custom_message", "mode", "ttsr", "tier", "label", "branch", "reset"),
+        *("tool_turn", "aborted_turn", "retry_turn", "clear", "context_edit", "context_drop"),
     ]
 )
+BUILDERS = {"omp15": context_for_path, "omp": omp_context_for_path, "pi": pi_context_for_path}
 
 
 @settings(max_examples=200, deadline=None)
@@ -90,9 +93,52 @@ def test_indexed_context_equals_the_original_algorithm_everywhere(ops: list[tupl
             manager.branch(target)
         elif op == "reset":
             manager.reset_leaf()
-    for leaf in [*manager.by_id, None, "unknown"]:
-        fast = manager.build_session_context(leaf)
-        plain = build_session_context(manager.entries, leaf, manager.by_id)
-        assert _state(fast) == _state(plain)
-        if leaf in manager.by_id:
-            assert list(fast.models.items()) == list(naive_models(manager.get_branch(leaf)).items())
+        elif op in ("tool_turn", "aborted_turn", "retry_turn"):
+            call = {"type": "toolCall", "id": f"t{pick}", "name": "read", "arguments": {}}
+            stop = {"tool_turn": "toolUse", "aborted_turn": "aborted", "retry_turn": "error"}[op]
+            turn = {"role": "assistant", "content": [call], "stopReason": stop, "provider": "p", "model": "m"}
+            if op == "retry_turn":
+                turn["retryRecovery"] = True
+            manager.append_message(turn)
+            if pick % 3:  # sometimes the result never came (a dangling call)
+                manager.append_message({"role": "toolResult", "toolCallId": f"t{pick}", "content": []})
+        elif op == "clear":
+            manager.append_reset_boundary()
+        elif op in ("context_edit", "context_drop") and target:
+            replacement = {"content": f"e{pick}"} if op == "context_edit" else None
+            manager.append_context_edit(target, replacement)
+    for agent, builder in BUILDERS.items():
+        manager.agent = agent  # type: ignore[assignment]
+        for leaf in [*manager.by_id, None, "unknown"]:
+            fast = manager.build_session_context(leaf)
+            plain = _plain_context(manager, leaf, builder)
+            assert _state(fast) == _state(plain)
+            if leaf in manager.by_id and agent != "pi":
+                assert list(fast.models.items()) == list(naive_models(manager.get_branch(leaf)).items())
+            if agent == "omp":
+                _assert_omp_context_is_replayable(fast.messages)
+
+
+def _plain_context(manager: SessionManager, leaf: Any, builder: Any) -> Any:
+    """The context without the index: the path walked by ids, every entry looked at."""
+    from treeview.session.context import SessionContext
+
+    if leaf is None:
+        return SessionContext()
+    entry = manager.by_id.get(leaf) if isinstance(leaf, str) else None
+    if entry is None:
+        entry = next((e for e in reversed(manager.entries) if e.get("type") != "session"), None)
+    return builder(path_to_root(entry, manager.by_id)) if entry is not None else SessionContext()
+
+
+def _assert_omp_context_is_replayable(messages: list[dict[str, Any]]) -> None:
+    """oh-my-pi 18 never replays a failed turn, nor a tool call without its result."""
+    results = {m.get("toolCallId") for m in messages if m.get("role") == "toolResult"}
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        assert message.get("stopReason") not in ("aborted", "error")
+        assert not message.get("retryRecovery")
+        for block in message.get("content") or []:
+            if block.get("type") == "toolCall":
+                assert block["id"] in results

@@ -62,7 +62,7 @@ def cards(html: str) -> list[tuple[str, str]]:
 
 def expected_llm(session: AgentSession) -> list[dict]:
     manager = load_manager(session)
-    return convert_to_llm(manager.build_session_context().messages)
+    return manager.llm_messages()
 
 
 @pytest.mark.parametrize(("folder", "name"), FIXTURES)
@@ -109,7 +109,8 @@ def test_compaction_summary_comes_first_then_only_kept_entries(tmp_path: Path):
     session = import_fixture(tmp_path, "v3_compaction.jsonl")
     manager = load_manager(session)
     llm = built(session)
-    assert llm.cards[0].text.startswith("Another language model started to solve this problem")
+    # oh-my-pi 18 wraps it as "Prior model work/tool state available." (v15: "Another language model ...")
+    assert llm.cards[0].text.startswith("Prior model work/tool state available.")
     compaction = next(e for e in manager.get_branch() if e["type"] == "compaction")
     assert llm.cards[0].entry_id == compaction["id"]
     assert compaction["summary"] in llm.cards[0].text
@@ -257,3 +258,28 @@ def test_long_contexts_are_paged_but_counted_whole(client: Client, tmp_path: Pat
     earlier = client.get(context_url(session, "?end=150"), headers=HTMX).content.decode()
     assert [entry_id for entry_id, _ in cards(earlier)] == [f"m{i:04d}" for i in range(50, 150)]
     assert "100 later messages" in earlier
+
+
+@pytest.mark.parametrize(
+    ("name", "folder", "answer"),
+    [
+        ("omp18w_features_200.jsonl", ".omp", "omp18"),
+        ("pi16w_features_200.jsonl", ".pi", "pi16"),
+        ("pi16w_small_50.jsonl", ".pi", "pi16"),
+    ],
+)
+def test_context_tab_sends_what_the_sessions_agent_sends(tmp_path: Path, name: str, folder: str, answer: str):
+    # The tab reads a session by its agent's newest rules (omp 18: /clear, wrappers, developer role; pi 1.6:
+    # context edits, its own wrappers): each card's text is what that agent's model receives.
+    import hashlib
+    import shutil
+
+    path = tmp_path / folder / "sessions" / name
+    path.parent.mkdir(parents=True)
+    shutil.copyfile(DATA / "latest" / name, path)
+    session = sync_file(path).session
+    assert session is not None and session.agent == ("pi" if folder == ".pi" else "omp")
+    reference = json.loads((DATA / "reference-latest" / f"{path.stem}.{answer}.json").read_text())
+    llm = built(session)
+    got = [(card.role, hashlib.sha256(card.text.encode()).hexdigest()) for card in llm.cards]
+    assert got == [(m["role"], m["text_sha256"]) for m in reference["llm"]["messages"]]

@@ -1,4 +1,5 @@
-"""Tests for treeview.session.messages: convertToLlm parity with oh-my-pi v15.0.0 and its helpers."""
+"""Tests for treeview.session.messages: convertToLlm parity with oh-my-pi v15.0.0 (its rules stay available as
+``agent="omp15"``; the newest agents' are checked in test_messages_latest.py) and its helpers."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from treeview.session.messages import (
     bash_execution_to_text,
     branch_summary_context_text,
     compaction_summary_context_text,
-    convert_to_llm,
     format_bytes,
     format_output_notice,
     format_prompt_output,
@@ -24,7 +24,14 @@ from treeview.session.messages import (
     python_execution_to_text,
     render_prompt,
 )
+from treeview.session.messages import convert_to_llm as convert_for_agent
 from treeview.session.session_manager import SessionManager
+
+
+def convert_to_llm(messages: list[Any]) -> list[dict[str, Any]]:
+    """v15's convertToLlm (these tests pin the v15 rules)."""
+    return convert_for_agent(messages, "omp15")
+
 
 DATA = Path(__file__).parent / "data"
 REFERENCE = DATA / "reference"
@@ -104,7 +111,7 @@ def _context_messages(tmp_path: Path, fixture: str, reference: dict[str, Any]) -
     """
     path = tmp_path / fixture
     path.write_bytes(_fixture_bytes(fixture))
-    messages = SessionManager.open(path).build_session_context().messages
+    messages = SessionManager.open(path, agent="omp15").build_session_context().messages
     expected = reference["context"]["messages"]
     aligned: list[dict[str, Any]] = []
     extras = 0
@@ -162,7 +169,7 @@ def test_title_slot_files_present_like_their_slot_stripped_reference(fixture: st
     # Arbor reads the title slot that v15 could not; the result must equal v15's answer without the slot.
     path = DATA / fixture
     stripped = _load_reference(path.name.replace(".jsonl", ".slot-stripped.omp.json"))
-    llm = convert_to_llm(SessionManager.open(path).build_session_context().messages)
+    llm = convert_to_llm(SessionManager.open(path, agent="omp15").build_session_context().messages)
     _assert_llm_matches(llm, stripped["llm"]["messages"])
 
 

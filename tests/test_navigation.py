@@ -115,7 +115,7 @@ def _copy(source: Path, tmp_path: Path) -> Path:
 
 def _open(name: str, path: Path) -> tuple[SessionManager, dict[str, Any], IdMap]:
     if name == "v3_branching_labels.truncated-after-line-10":
-        manager = SessionManager.open(path)
+        manager = SessionManager.open(path, agent="omp15")
         reference = load_reference("v3_branching_labels.truncated-after-line-10.jsonl")
         return manager, reference, IdMap(manager, reference)
     return open_case(Case(name, path))
@@ -181,7 +181,7 @@ def _check_navigation(manager: SessionManager, ref: dict[str, Any], ids: IdMap) 
 def test_navigate_tree_matches_the_original(case: Case, tmp_path: Path) -> None:
     path = _copy(case.path, tmp_path)
     before = path.read_bytes()
-    manager = SessionManager.open(path, persist=True)
+    manager = SessionManager.open(path, persist=True, agent="omp15")
     _check_navigation(manager, case.reference, IdMap(manager, case.reference))
     # A move without a summary writes nothing (the leaf is not persisted).
     assert case.reference["navigate_file_unchanged"] is True
@@ -640,7 +640,7 @@ def test_branch_from_user_message_writes_the_file_the_original_wrote(case: Case,
     ref = case.reference["branched"]
     source = _copy(case.path, tmp_path)
     before = source.read_bytes()
-    manager = SessionManager.open(source, persist=True)
+    manager = SessionManager.open(source, persist=True, agent="omp15")
     ids = IdMap(manager, case.reference)
     positions = _positions(manager)
     recovered = _recovered_for_branching(manager)
@@ -667,7 +667,7 @@ def test_create_branched_session_at_the_leaf_writes_the_file_the_original_wrote(
 ) -> None:
     (ref,) = case.reference["branched_extra"]
     source = _copy(case.path, tmp_path)
-    manager = SessionManager.open(source, persist=True)
+    manager = SessionManager.open(source, persist=True, agent="omp15")
     ids = IdMap(manager, case.reference)
     positions = _positions(manager)
     recovered = _recovered_for_branching(manager)

@@ -99,7 +99,7 @@ MODES = list(sel.FILTER_MODES)
 
 def _open_v15_view(case: RefCase) -> tuple[SessionManager, dict[str, Any], IdMap]:
     """The session as v15 saw it (glued extras dropped; Arbor strips a title slot itself), ids mapped."""
-    manager = SessionManager.from_text(_first_object_per_line(case.text()))
+    manager = SessionManager.from_text(_first_object_per_line(case.text()), agent="omp15")
     reference = case.reference
     return manager, reference, IdMap(manager, reference)
 

@@ -2,8 +2,9 @@
 
 The path root → target comes from the cached tree's parent links (no re-parse of the session); only the
 ``raw`` text of the path's rows is loaded, in batches, and the core builds the context from it
-(``context_for_path``: compaction replay, branch summaries, custom messages) and presents it
-(``convert_to_llm``). Token estimates cover every message; the page shows only a window of the cards.
+(by the rules of the session's agent, oh-my-pi 18 or pi 1.6: compaction replay, ``/clear``, branch summaries,
+custom messages) and presents it (``convert_to_llm``). Token estimates cover every message; the page shows
+only a window of the cards.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from treeview.models import AgentSession
 from treeview.session import js
 from treeview.session.branch_summary import estimate_tokens
 from treeview.session.context import SessionContext, context_for_path, entry_to_message
+from treeview.session.context_latest import omp_context_for_path, pi_context_for_path
 from treeview.session.jsonl import UNDEFINED
 from treeview.session.messages import convert_to_llm, message_text
 
@@ -30,6 +32,7 @@ __all__ = [
     "LlmContext",
     "llm_context",
     "load_path_entries",
+    "session_rules",
 ]
 
 # Message cards shown at once (the token total still covers every message).
@@ -282,6 +285,11 @@ def _tokens(message: dict[str, Any]) -> int:
     return estimate_tokens(message)
 
 
+def session_rules(session: AgentSession) -> str:
+    """Whose rules the session is read by: the agent recorded for it (oh-my-pi or pi, their newest rules)."""
+    return "pi" if session.agent == AgentSession.Agent.PI else "omp"
+
+
 def llm_context(session: AgentSession, tree: ExplorerTree, target_id: str | None) -> LlmContext:
     """What the LLM receives at ``target_id``: the path's rows loaded from the database, the core's context
     and LLM presentation, one card per LLM message with its token estimate and the running total."""
@@ -303,14 +311,19 @@ def llm_context(session: AgentSession, tree: ExplorerTree, target_id: str | None
         start = find(path[compaction].get("firstKeptEntryId"), compaction)
         emitted = [*range(start, compaction), *range(compaction + 1, len(ids))]
         path.prefetch([i for i in emitted if kinds[i] == "message"])
-    state = context_for_path(path, kinds, find)
-    sources = _sources(path, state.messages)
+    agent = session_rules(session)
+    builder = {"omp": omp_context_for_path, "pi": pi_context_for_path}.get(agent, context_for_path)
+    state = builder(path, kinds, find)
+    if state.origins is not None:
+        sources: list[str | None] = [path.ids[i] for i in state.origins]
+    else:
+        sources = _sources(path, state.messages)
     cards: list[ContextCard] = []
     total = 0
     for source, message in zip(sources, state.messages, strict=True):
         # convert_to_llm maps each message on its own (to one message or none), so converting one at a
         # time keeps each LLM message tied to its entry.
-        for converted in convert_to_llm([message]):
+        for converted in convert_to_llm([message], agent):
             tokens = _tokens(converted)
             total += tokens
             role = converted.get("role")

@@ -55,8 +55,10 @@ def export_text(session: AgentSession) -> str:
 def load_manager(session: AgentSession) -> SessionManager:
     """The session as the core's ``SessionManager`` (same ids as in the database), leaf as stored."""
     data = export_text(session).encode("utf-8", errors="surrogatepass")
+    # The rules of the agent recorded for the session (pi refuses a title slot: such a file is read as omp's).
+    agent = "pi" if session.agent == AgentSession.Agent.PI and not session.title_slot_raw else "omp"
     manager = SessionManager.from_bytes(
-        data, path=session.source_path or None, make_id=stable_id_maker(session.session_id)
+        data, path=session.source_path or None, make_id=stable_id_maker(session.session_id), agent=agent
     )
     if session.leaf_id is None:
         manager.reset_leaf()

@@ -171,7 +171,8 @@ def build_branch_summary_prompt(
     ``<conversation>\\n…\\n</conversation>\\n\\n`` followed by ``custom_instructions``, which *replace* the
     default instructions when non-empty (omp v15 behaviour).
     """
-    conversation = serialize_conversation(convert_to_llm(list(messages)))
+    # The summarization prompt is v15's, so is its view of the conversation.
+    conversation = serialize_conversation(convert_to_llm(list(messages), "omp15"))
     instructions = custom_instructions or BRANCH_SUMMARY_PROMPT
     user_prompt = f"<conversation>\n{conversation}\n</conversation>\n\n{instructions}"
     return SUMMARIZATION_SYSTEM_PROMPT, user_prompt

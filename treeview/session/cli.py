@@ -1,19 +1,22 @@
 """``python -m treeview.session``: the session core on the command line.
 
-Every subcommand reads a session file the way the agents do and answers as oh-my-pi v15 would; ``--json``
-gives machine-readable answers (the shapes are documented in the README), without it a readable summary.
+Every subcommand reads a session file the way the agent that wrote it does, with that agent's newest rules
+(oh-my-pi 18.3.4 or pi 1.6.0, detected from the file; ``--agent`` overrides); ``--json`` gives
+machine-readable answers (the shapes are documented in the README), without it a readable summary.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .agents import AGENTS
 from .jsonl import SessionFileError, dumps
 from .messages import message_text
 from .navigation import InvalidBranchEntry, branch_from_user_message, prepare_navigation
@@ -53,14 +56,18 @@ def _entry_row(entry: dict[str, Any]) -> dict[str, Any]:
     message = entry.get("message")
     if entry.get("type") == "message" and isinstance(message, dict) and "role" in message:
         row["role"] = message["role"]
+    if entry.get("type") in ("custom", "custom_message") and "customType" in entry:
+        row["customType"] = entry["customType"]
     return row
 
 
 def inspect(manager: SessionManager) -> dict[str, Any]:
     """Everything about a session: entries, tree, active branch, labels, context, warnings."""
     context = manager.build_session_context()
+    llm = manager.llm_messages(context.messages)
     return {
         "sessionId": manager.session_id,
+        "agent": {"name": manager.agent, "reason": manager.agent_decision.reason},
         "version": manager.version,
         "sourceVersion": manager.source_version,
         "title": manager.session_name,
@@ -72,16 +79,27 @@ def inspect(manager: SessionManager) -> dict[str, Any]:
         "labels": dict(manager.labels),
         "context": {
             "thinkingLevel": context.thinking_level,
-            "models": context.models,
+            # oh-my-pi keeps a model per role, pi one model.
+            **({"model": context.model} if manager.agent == "pi" else {"models": context.models}),
             "mode": context.mode,
             "messages": [{"role": m.get("role"), "text": message_text(m)} for m in context.messages],
         },
+        # What the model receives, for exact prompt parity: sha256 of each message's full text.
+        "llm": [{"role": m.get("role"), "text_sha256": _text_sha256(message_text(m))} for m in llm],
         "warnings": [warning.as_dict() for warning in manager.warnings],
     }
 
 
+def _text_sha256(text: str) -> str:
+    # As Node hashes a JS string: UTF-8, a lone surrogate becomes U+FFFD.
+    well_formed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return hashlib.sha256(well_formed.encode("utf-8")).hexdigest()
+
+
 def _print_inspect(result: dict[str, Any]) -> None:
     print(f"session  {result['sessionId']}  (version {result['sourceVersion']} → {result['version']})")
+    agent = result["agent"]
+    print(f"agent    {agent['name']}  ({agent['reason']})")
     if result["title"]:
         print(f"title    {result['title']}")
     print(f"entries  {len(result['entries'])}, roots {sum(1 for r in result['tree'] if r['depth'] == 0)}")
@@ -89,7 +107,7 @@ def _print_inspect(result: dict[str, Any]) -> None:
     context = result["context"]
     print(
         f"context  {len(context['messages'])} messages, thinking {context['thinkingLevel']}, "
-        f"mode {context['mode']}, models {context['models']}"
+        f"mode {context['mode']}, models {context.get('models', context.get('model'))}"
     )
     for target, label in result["labels"].items():
         print(f"label    {target}: {label}")
@@ -152,6 +170,11 @@ def _parser() -> argparse.ArgumentParser:
         cmd = sub.add_parser(name, help=help_text, description=help_text)
         if needs_file:
             cmd.add_argument("file", type=Path, help="a pi or oh-my-pi session file (.jsonl)")
+            cmd.add_argument(
+                "--agent",
+                choices=AGENTS,
+                help="whose rules apply: omp or pi (default: detected from the file)",
+            )
         cmd.add_argument("--json", action="store_true", help="answer in JSON")
         return cmd
 
@@ -203,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
         _emit(args.json, [str(path) for path in paths], "\n".join(f"wrote {path}" for path in paths))
         return 0
 
-    manager = SessionManager.open(args.file)
+    manager = SessionManager.open(args.file, agent=args.agent)
     if args.command == "inspect":
         result = inspect(manager)
         if args.json:
@@ -243,6 +266,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return run(args)
+    except BrokenPipeError:
+        # The reader went away (``inspect FILE | head``): stop quietly, and keep Python from complaining
+        # again when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except (SessionFileError, EntryNotFound, InvalidBranchEntry, FileExistsError, FileNotFoundError) as error:
         message = str(error)
         if isinstance(error, FileExistsError):

@@ -41,6 +41,12 @@ class SessionContext:
     has_persisted_mcp_tool_selection: bool = False
     mode: str = "none"
     mode_data: Any = UNDEFINED
+    #: pi's model: ``{"provider", "modelId"}`` of the last model change or assistant on the path.
+    model: dict[str, Any] | None = None
+    #: oh-my-pi 18's configured thinking level (``auto`` resolves to ``thinking_level``); None when unset.
+    configured_thinking_level: Any = None
+    #: The path index each message came from (the newest agents' builders fill it; v15's does not).
+    origins: list[int] | None = None
 
 
 def path_to_root(leaf: Entry | None, by_id: Mapping[str, Entry]) -> list[Entry]:

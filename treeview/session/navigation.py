@@ -231,6 +231,23 @@ def collect_entries_for_branch_summary(
     return CollectResult(source.get_entries(ids), common_ancestor_id)
 
 
+SKILL_PROMPT_TYPE = "skill-prompt"
+
+
+def _agent(source: Any) -> str:
+    return str(getattr(source, "agent", "omp"))
+
+
+def _rewinds_at_leaf(source: Any, target_id: str) -> bool:
+    """oh-my-pi 18 rewinds past a user message even when it is the leaf (a turn aborted before any reply):
+    the leaf goes to its parent and the text to the editor. v15 and pi treat the leaf as a no-op."""
+    if _agent(source) != "omp":
+        return False
+    target = source.get_entry(target_id)
+    message = target.get("message") if target is not None and target.get("type") == "message" else None
+    return isinstance(message, Mapping) and message.get("role") == "user"
+
+
 def prepare_navigation(
     source: NavigationSource, target_id: str, *, load_entries: bool = True
 ) -> NavigationPlan:
@@ -240,7 +257,7 @@ def prepare_navigation(
     ``load_entries=False`` only the abandoned ids are worked out (a move without a summary needs no more).
     """
     old_leaf_id = source.get_leaf_id()
-    if target_id == old_leaf_id:
+    if target_id == old_leaf_id and not _rewinds_at_leaf(source, target_id):
         return NavigationPlan(
             target_id=target_id,
             old_leaf_id=old_leaf_id,
@@ -262,7 +279,10 @@ def prepare_navigation(
         # Selecting a user message means "edit and resend it": the leaf goes to its parent.
         new_leaf_id = target.get("parentId")
         editor_text = extract_user_message_text(message.get("content"))
-    elif target.get("type") == "custom_message":
+    elif target.get("type") == "custom_message" and not (
+        _agent(source) == "omp" and target.get("customType") == SKILL_PROMPT_TYPE
+    ):
+        # oh-my-pi 18 lands on a skill prompt (it is the turn's request, not text to edit).
         new_leaf_id = target.get("parentId")
         editor_text = extract_user_message_text(target.get("content"))
     else:
@@ -401,7 +421,7 @@ async def navigate_tree(
     error text when summarization fails.
     """
     old_leaf_id = manager.get_leaf_id()
-    if target_id == old_leaf_id:
+    if target_id == old_leaf_id and not _rewinds_at_leaf(manager, target_id):
         return NavigateResult(cancelled=False, new_leaf_id=old_leaf_id, common_ancestor_id=target_id)
     if summarize and summarizer is None:
         raise NoModelForSummary()

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast, get_args
 
 from treeview.session import js
+from treeview.session.agents import Agent
 from treeview.session.selector_text import display_text, has_text_content, searchable_text
 from treeview.session.selector_tree import (
     FlatNode,
@@ -259,7 +260,12 @@ def make_row(flat: FlatNode, tree: FlatTree, home: str | None = None) -> Row:
 
 
 def visible_rows(
-    flat: FlatTree, mode: FilterMode = "default", query: str = "", home: str | None = None
+    flat: FlatTree,
+    mode: FilterMode = "default",
+    query: str = "",
+    home: str | None = None,
+    *,
+    agent: Agent = "omp",
 ) -> list[Row]:
     """The rows the selector shows for a filter mode and search query, in display order."""
     return [make_row(node, flat, home) for node in filter_nodes(flat, mode, query)]
@@ -396,6 +402,8 @@ def render_lines(
     width: int | None = None,
     max_visible: int | None = None,
     symbols: TreeSymbols = UNICODE_SYMBOLS,
+    *,
+    agent: Agent = "omp",
 ) -> list[str]:
     """The list body as text: the visible window of rows, then the footer, or ``  No entries found``."""
     if not rows:

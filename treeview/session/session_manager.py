@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .agents import Agent, AgentDecision, check_agent, detect_agent
 from .context import SessionContext, context_for_path
+from .context_latest import omp_context_for_path, pi_context_for_path
 from .entries import base_entry, branch_summary_entry, defined, label_entry
 from .ids import generate_id, iso_now, new_session_id
 from .jsonl import (
@@ -27,11 +29,12 @@ from .jsonl import (
     ParsedLine,
     ParseWarning,
     SessionFileChanged,
+    SessionFileError,
     dumps,
     parse_session_bytes,
     parse_session_file,
 )
-from .migrations import CURRENT_SESSION_VERSION, IdMaker, migrate_to_current_version
+from .migrations import CURRENT_SESSION_VERSION, IdMaker, migrate_to_current_version, stable_id_maker
 from .tree import build_forest, cycle_message, duplicate_message
 
 __all__ = [
@@ -44,6 +47,9 @@ __all__ = [
 ]
 
 Entry = dict[str, Any]
+
+# buildSessionContext by agent: oh-my-pi 18.3.4, pi 1.6.0 (and v15's, for the v15 reference tests).
+_CONTEXT_BUILDERS = {"omp": omp_context_for_path, "pi": pi_context_for_path, "omp15": context_for_path}
 
 
 class EntryNotFound(KeyError):
@@ -101,8 +107,19 @@ def session_file_name(timestamp: str, session_id: str) -> str:
 class SessionManager:
     """One session: its header, entries in file order, the id index, resolved labels and the leaf."""
 
-    def __init__(self, cwd: str = "", session_dir: str | None = None, *, persist: bool = False) -> None:
+    def __init__(
+        self,
+        cwd: str = "",
+        session_dir: str | None = None,
+        *,
+        persist: bool = False,
+        agent: Agent | None = None,
+    ) -> None:
         self.cwd = cwd
+        # Whose rules apply (see agents.py): given, else detected from the file on load (omp for a new one).
+        self.agent: Agent = check_agent(agent) if agent is not None else "omp"
+        self.agent_decision = AgentDecision(self.agent, "given" if agent is not None else "new session")
+        self._agent_given = agent is not None
         self.session_dir = session_dir
         self.persist = persist
         self.session_file: str | None = None
@@ -111,6 +128,8 @@ class SessionManager:
         self.entries: list[Entry] = []
         self.by_id: dict[str, Entry] = {}
         self.labels: dict[str, str] = {}
+        # When each current label was set (its label entry's timestamp; pi's tree shows it with Shift+T).
+        self.label_times: dict[str, str] = {}
         self.leaf_id: str | None = None
         self.warnings: list[ParseWarning] = []
         self.migrated = False
@@ -145,29 +164,40 @@ class SessionManager:
         return manager
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, persist: bool = False) -> SessionManager:
-        """Load a session file. ``persist=True`` appends new entries to it (only while it is unchanged)."""
+    def open(
+        cls, path: str | os.PathLike[str], *, persist: bool = False, agent: Agent | None = None
+    ) -> SessionManager:
+        """Load a session file. ``persist=True`` appends new entries to it (only while it is unchanged).
+
+        ``agent`` picks whose rules apply (default: detected from the file).
+        """
         file_path = Path(path).resolve()
         with _gc_paused():
             parsed = parse_session_file(file_path)
-            manager = cls(persist=persist)
+            manager = cls(persist=persist, agent=agent)
             manager._load(parsed, str(file_path))
         manager._file_size = parsed.size
         return manager
 
     @classmethod
-    def from_text(cls, text: str, path: str | None = None) -> SessionManager:
+    def from_text(cls, text: str, path: str | None = None, *, agent: Agent | None = None) -> SessionManager:
         """Load a session from its text (nothing is ever written)."""
-        return cls.from_bytes(text.encode("utf-8", errors="surrogatepass"), path=path)
+        return cls.from_bytes(text.encode("utf-8", errors="surrogatepass"), path=path, agent=agent)
 
     @classmethod
     def from_bytes(
-        cls, data: bytes, path: str | None = None, *, persist: bool = False, make_id: IdMaker | None = None
+        cls,
+        data: bytes,
+        path: str | None = None,
+        *,
+        persist: bool = False,
+        make_id: IdMaker | None = None,
+        agent: Agent | None = None,
     ) -> SessionManager:
         """Load a session from a file's bytes. Raises ``SessionFileError`` when there is no valid header."""
         with _gc_paused():
             parsed = parse_session_bytes(data)
-            manager = cls(persist=persist)
+            manager = cls(persist=persist, agent=agent)
             manager._load(parsed, path, make_id)
         return manager
 
@@ -178,6 +208,16 @@ class SessionManager:
         self.session_dir = str(Path(path).parent) if path else None
         self.header = parsed.header
         self.title_slot = parsed.title_slot
+        if self._agent_given:
+            if self.agent == "pi" and parsed.title_slot is not None:
+                # pi 1.6 refuses a file whose first line is omp's title slot (and leaves it alone).
+                raise SessionFileError("not a valid pi session: the first line is oh-my-pi's title slot")
+        else:
+            entries = (line.value for line in parsed.entries)
+            self.agent_decision = detect_agent(
+                parsed.header, entries, title_slot=parsed.title_slot is not None
+            )
+            self.agent = self.agent_decision.agent
         self._header_line = parsed.header_line
         self.entries = [line.value for line in parsed.entries]
         self._lines = list(parsed.entries)
@@ -186,6 +226,10 @@ class SessionManager:
         self.cwd = cwd if isinstance(cwd, str) else ""
         self._original_version = self.header.get("version", 1)
         objects = [self.header, *self.entries]
+        if make_id is None and isinstance(self.header.get("id"), str):
+            # v1 entries get ids derived from the session id, the same at every load and in the database, so
+            # an id printed by one command can be used by the next (the original draws random ones).
+            make_id = stable_id_maker(self.header["id"])
         changed = (
             migrate_to_current_version(objects, make_id) if make_id else migrate_to_current_version(objects)
         )
@@ -200,6 +244,7 @@ class SessionManager:
     def _build_index(self) -> None:
         self.by_id = {}
         self.labels = {}
+        self.label_times = {}
         self.leaf_id = None
         self._pos = {}
         for index, entry in enumerate(self.entries):
@@ -216,7 +261,7 @@ class SessionManager:
             self._pos[entry_id] = index
             self.leaf_id = entry_id
             if entry.get("type") == "label":
-                self._apply_label(entry.get("targetId"), entry.get("label"))
+                self._apply_label(entry.get("targetId"), entry.get("label"), entry.get("timestamp"))
         # Parent links as positions, resolved once: walking a 90,000-deep path over a list of ints is several
         # times faster than chasing ids through the dict (the entries are scattered over a large heap).
         self._types = [entry.get("type") for entry in self.entries]
@@ -257,13 +302,18 @@ class SessionManager:
         parsed = self._lines[index] if index < len(self._lines) else None
         return parsed.line if parsed is not None else None
 
-    def _apply_label(self, target_id: Any, label: Any) -> None:
+    def _apply_label(self, target_id: Any, label: Any, timestamp: Any = None) -> None:
         if not isinstance(target_id, str):
             return
         if label:
             self.labels[target_id] = label
+            if isinstance(timestamp, str):
+                self.label_times[target_id] = timestamp
+            else:
+                self.label_times.pop(target_id, None)
         else:
             self.labels.pop(target_id, None)
+            self.label_times.pop(target_id, None)
 
     # ------------------------------------------------------------------------------------------------------
     # Reading
@@ -388,7 +438,20 @@ class SessionManager:
             # Not where the index says (a duplicate id, say): look for it the slow way, like the original.
             return next((i for i in range(stop) if path[i].get("id") == entry_id), stop)
 
-        return context_for_path(path, [kinds[p] for p in positions], find)
+        builder = _CONTEXT_BUILDERS[self.agent]
+        return builder(path, [kinds[p] for p in positions], find)
+
+    def llm_messages(self, messages: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """What the model receives for ``messages`` (default: the leaf's context), by this agent's rules."""
+        from .messages import convert_to_llm
+
+        if messages is None:
+            messages = self.build_session_context().messages
+        return convert_to_llm(messages, self.agent)
+
+    def label_timestamp(self, entry_id: str) -> str | None:
+        """When the current label of ``entry_id`` was set (the timestamp of its label entry)."""
+        return self.label_times.get(entry_id)
 
     def usage_statistics(self) -> UsageStatistics:
         stats = UsageStatistics()
@@ -525,12 +588,23 @@ class SessionManager:
         entry["injectedRules"] = rule_names
         return self._append(entry)
 
+    def append_reset_boundary(self) -> str:
+        """oh-my-pi's ``/clear``: the context starts after this entry (the history stays in the file)."""
+        return self._append(self._base("reset_boundary"))
+
+    def append_context_edit(self, target_id: str, replacement: dict[str, Any] | None) -> str:
+        """pi's context edit: ``target_id``'s content as the model sees it (``None`` removes it)."""
+        entry = self._base("context_edit")
+        entry["targetId"] = target_id
+        entry["replacement"] = replacement
+        return self._append(entry)
+
     def append_label_change(self, target_id: str, label: str | None = None) -> str:
         """Label (``None``/empty: unlabel) an entry. The label entry is a child of the leaf (§10.9)."""
         if target_id not in self.by_id:
             raise EntryNotFound(target_id)
         entry_id = self._append(label_entry(self.leaf_id, self.by_id, target_id, label))
-        self._apply_label(target_id, label)
+        self._apply_label(target_id, label, self.by_id[entry_id].get("timestamp"))
         return entry_id
 
     def append_session_info(self, name: str) -> str:
