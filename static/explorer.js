@@ -284,6 +284,12 @@ async function selectIndex(index, preview) {
   const target = Math.max(0, Math.min(view.shown - 1, index));
   const current = view;
   const before = selectedRow();
+  if (target === view.selectedIndex && before) {
+    // Already there (Down on the last row, Home on the first): no wrap-around, nothing to load again.
+    link(before)?.focus({ preventScroll: true });
+    revealIndex(target, null, true);
+    return;
+  }
   if (before) {
     markSelected(before, false);
   }
@@ -470,7 +476,9 @@ async function loadSelection(push) {
   } catch {
     return false;
   }
-  if (view !== current || view.selectedId !== entryId || selectionRequest !== controller) {
+  // Dropped when the selection moved on, or an inline label editor opened meanwhile (it would be replaced).
+  const editing = tree()?.querySelector(`.${LABEL_EDITOR}`);
+  if (view !== current || view.selectedId !== entryId || selectionRequest !== controller || editing) {
     return false;
   }
   selectionRequest = null;
@@ -690,6 +698,10 @@ function editLabel() {
   if (!row || !form || !anchor || row.querySelector(`.${LABEL_EDITOR}`)) {
     return false;
   }
+  // A preview would replace the tree, and the editor with it (or bring back the label's old value).
+  window.clearTimeout(previewTimer);
+  selectionRequest?.abort();
+  selectionRequest = null;
   const input = document.createElement("input");
   input.type = "text";
   input.className = LABEL_EDITOR;
