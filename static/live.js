@@ -1,7 +1,8 @@
 // The session page's websocket: one per page, reconnecting. Other scripts talk to it through DOM events, so
 // none of them imports another: `arbor:send` (detail: a message) goes out, `arbor:socket` (detail: a message)
 // comes in. A "changed" message (a label, a move, a summary or a sync, from this page or another) refreshes
-// the tree and the conversation in place, unless the reader is typing in the tree or a navigation runs.
+// the rows of the tree in view (explorer.js asks the rows endpoint for them), unless the reader is typing in
+// the tree or a navigation runs.
 
 const root = document.getElementById("navigator-root");
 const RETRY_MAX_MS = 15_000;
@@ -41,7 +42,11 @@ function refresh() {
     return;
   }
   refreshWanted = false;
-  window.htmx.ajax("GET", window.location.href, { target: "#tree", swap: "outerHTML" });
+  // The tree pane (explorer.js) fetches only the rows in view; without it, the tree is loaded again.
+  const event = new CustomEvent("arbor:tree-changed", { cancelable: true });
+  if (document.dispatchEvent(event)) {
+    window.htmx.ajax("GET", window.location.href, { target: "#tree", swap: "outerHTML" });
+  }
 }
 
 function scheduleRefresh() {

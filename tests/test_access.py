@@ -98,6 +98,7 @@ def _get_urls(world: World) -> dict[str, str]:
     return {
         "session_detail": f"/s/{SID}/",
         "session_context": f"/s/{SID}/context/",
+        "session_rows": f"/s/{SID}/rows/?start=0&count=5&filter=all",
         "entry_block": _block_url(world),
         "download_session": f"/s/{SID}/download.jsonl",
         "download_branch": f"/s/{SID}/branch/{world.session.leaf_id}.jsonl",

@@ -154,12 +154,12 @@ def test_typing_in_search_filters_the_rows_and_escape_clears_it(page: Page, live
     # The box keeps the focus and what was typed across the swap.
     expect(box).to_be_focused()
     expect(box).to_have_value("click")
-    # Down from the search box goes to the rows; Enter opens the row (leaving the box sends no extra search).
+    # Down from the search box goes to the rows and previews the row (leaving the box sends no extra search).
     page.keyboard.press("ArrowDown")
     chosen = selected_id(page)
     assert chosen is not None
-    page.keyboard.press("Enter")
     expect(page.locator(f'#conversation article.selected[data-entry-id="{chosen}"]')).to_be_visible()
+    expect(box).to_have_value("click")
     page.keyboard.press("Escape")
     expect(box).to_have_value("")
     expect(page.locator('#tree [role="treeitem"]')).to_have_count(before)
@@ -196,9 +196,12 @@ def test_arrow_keys_move_the_selection_and_enter_opens_the_entry(page: Page, liv
     assert len(ids) > 3
     page.keyboard.press("Home")
     assert selected_id(page) == ids[0]
-    page.keyboard.press("ArrowUp")  # wraps to the last row
+    page.keyboard.press("ArrowUp")  # no wrap-around: the first row stays selected
+    assert selected_id(page) == ids[0]
+    page.keyboard.press("End")
+    page.keyboard.press("ArrowDown")  # nor at the end
     assert selected_id(page) == ids[-1]
-    page.keyboard.press("ArrowDown")  # and back to the first
+    page.keyboard.press("Home")
     assert selected_id(page) == ids[0]
     page.keyboard.press("ArrowDown")
     page.keyboard.press("ArrowDown")

@@ -572,3 +572,66 @@ def test_parent_cycles_do_not_hang() -> None:
     assert sel.nearest_visible_index(flat, rows, "b") is None
     rows = sel.visible_rows(flat, "all", "a")
     assert sel.nearest_visible_index(flat, [r for r in rows if r.id == "a"], "b") == 0
+
+
+def _comb(depth: int) -> tuple[list[Node], str]:
+    """A chain ``n0 … n{depth}`` where every node also has a side answer: ``depth`` branch points one below
+    the other, so the rows go ``depth`` levels deep."""
+    nodes = [Node(_msg("n0", None, "user", "t0"))]
+    for i in range(1, depth + 1):
+        node = Node(_msg(f"n{i}", f"n{i - 1}", "user", f"t{i}"))
+        side = Node(_msg(f"s{i}", f"n{i - 1}", "user", f"side {i}"))
+        nodes[-1].children += [node, side]
+        nodes.append(node)
+    return [nodes[0]], f"n{depth}"
+
+
+def test_folded_prefix_draws_the_last_levels_of_the_full_prefix() -> None:
+    roots, leaf = _comb(60)
+    flat = sel.flatten_tree(roots, leaf)
+    rows = sel.visible_rows(flat, "all")
+    assert max(row.display_indent for row in rows) == 60
+    for levels in (0, 1, 4, 7):
+        for row in rows:
+            folded, text = row.folded_prefix(levels)
+            full = row.prefix()
+            assert folded == max(0, row.display_indent - levels), row.id
+            if folded:
+                # Three characters a level: the drawn part is the tail of the full prefix, guides included.
+                assert text == full[-3 * levels :] if levels else text == "", row.id
+            else:
+                assert text == full, row.id
+    deep = next(row for row in rows if row.id == "s60")
+    assert deep.folded_prefix(4) == (56, "│  │  │  └─ ")
+    with pytest.raises(ValueError):
+        rows[0].folded_prefix(-1)
+
+
+def test_folded_prefix_reads_only_the_gutters_it_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    from treeview.session import selector_tree
+
+    base = selector_tree._GutterLink
+    reads = [0]
+
+    class CountingLink(base):  # type: ignore[misc,valid-type]
+        __slots__ = ()
+
+        @property  # type: ignore[override]
+        def parent(self) -> Any:
+            reads[0] += 1
+            return base.parent.__get__(self)  # type: ignore[attr-defined]
+
+        @parent.setter
+        def parent(self, value: Any) -> None:
+            base.parent.__set__(self, value)  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(selector_tree, "_GutterLink", CountingLink)
+    roots, leaf = _comb(3_000)
+    flat = sel.flatten_tree(roots, leaf)
+    rows = sel.visible_rows(flat, "all")
+    reads[0] = 0
+    drawn = [row.folded_prefix(4) for row in rows]
+    # Every one of 6,000 rows, up to 3,000 levels deep, drawn from at most a handful of gutters each.
+    assert reads[0] <= 6 * len(rows)
+    assert max(len(text) for _, text in drawn) == 12
+    assert max(folded for folded, _ in drawn) == 2_996

@@ -712,12 +712,17 @@ def test_tree_rows_are_light(client: Client, generated: AgentSession):
     # The rows are boosted links: the htmx attributes sit once on the list, not on every row.
     assert re.search(r'<ul class="tree-rows"[^>]*hx-boost="true"', tree, re.S)
     assert tree.count("hx-get") < 10 and tree.count("hx-target") < 10
-    # Besides its prefix and text, a row is its link and a few attributes (about 300 bytes; it was 600).
+    # Besides its prefix and text (twice: the row and its title, the whole text on hover), a row is its link
+    # and a few attributes, its index and depth badge (about 350 bytes; it was 600).
     for row in re.findall(r'<li role="treeitem".*?</li>', tree, re.S):
         prefix = re.search(r'<span class="tree-prefix" aria-hidden="true">(.*?)</span>', row, re.S)
         text = re.search(r'<span class="tree-text">(.*?)</span>', row, re.S)
-        assert prefix is not None and text is not None and "hx-" not in row
-        assert len(row) - len(prefix.group(1)) - len(text.group(1)) < 400, row
+        title = re.search(r'<a href="[^"]*" title="([^"]*)">', row)
+        assert prefix is not None and text is not None and title is not None and "hx-" not in row
+        assert title.group(1).endswith(text.group(1))
+        # The prefix draws at most explorer.TREE_LEVELS levels (3 characters each), then "• ".
+        assert len(prefix.group(1)) <= 3 * explorer.TREE_LEVELS + 2, row
+        assert len(row) - len(prefix.group(1)) - len(text.group(1)) - len(title.group(1)) < 480, row
 
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
@@ -783,3 +788,74 @@ def test_highlighted_code_is_readable_on_its_background(style: str, palette: str
         if ratio < 4.5:
             low.append((name, spec["color"], round(ratio, 2)))
     assert low == []
+
+
+# -- the rows endpoint (explorer.js scrolls through the whole tree with it) --------------------------------
+
+
+def rows_url(session: AgentSession) -> str:
+    return f"/s/{session.session_id}/rows/"
+
+
+def slice_attrs(html: str) -> dict[str, str]:
+    match = re.search(r'<ul class="tree-slice"([^>]*)>', html)
+    assert match is not None, html[:300]
+    return dict(re.findall(r'data-([a-z-]+)="([^"]*)"', match.group(1)))
+
+
+def test_rows_endpoint_returns_any_slice_of_the_visible_rows(client: Client, generated: AgentSession):
+    expected = [row.id for row in select_rows(generated, "all")]
+    for start in (0, 1_000, len(expected) - 30):
+        response = client.get(rows_url(generated), {"filter": "all", "start": start, "count": 100})
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert tree_ids(html) == expected[start : start + 100]
+        attrs = slice_attrs(html)
+        assert attrs["start"] == str(start) and attrs["shown"] == str(len(expected))
+        assert attrs["end"] == str(min(len(expected), start + 100))
+        # Each row knows its place among the visible rows (the page positions it there).
+        indexes = [int(i) for i in re.findall(r'class="tree-row[^"]*" data-index="(\d+)"', html)]
+        assert indexes == list(range(start, min(len(expected), start + 100)))
+        # Only the slice: no page around it.
+        assert "<html" not in html and 'id="conversation"' not in html
+    # The same fragment for htmx.
+    plain = client.get(rows_url(generated), {"filter": "all", "start": 5, "count": 10})
+    htmx = client.get(rows_url(generated), {"filter": "all", "start": 5, "count": 10}, headers=HTMX)
+    assert tree_ids(plain.content.decode()) == tree_ids(htmx.content.decode()) == expected[5:15]
+
+
+def test_rows_endpoint_centres_on_the_target_and_follows_filter_and_search(
+    client: Client, generated: AgentSession
+):
+    expected = [row.id for row in select_rows(generated, "all")]
+    target = expected[2_000]
+    query = {"filter": "all", "targetId": target, "count": 50}
+    html = client.get(rows_url(generated), query).content.decode()
+    attrs = slice_attrs(html)
+    assert attrs["selected-id"] == target and attrs["selected-index"] == "2000"
+    assert tree_ids(html) == expected[1_975:2_025]
+    users = [row.id for row in select_rows(generated, "user-only")]
+    html = client.get(rows_url(generated), {"filter": "user-only", "start": 0, "count": 400}).content.decode()
+    assert tree_ids(html) == users[:400] and slice_attrs(html)["shown"] == str(len(users))
+    html = client.get(rows_url(generated), {"q": "zzzz-no-such-text", "start": 0}).content.decode()
+    assert tree_ids(html) == [] and slice_attrs(html)["shown"] == "0"
+
+
+def test_rows_endpoint_refuses_bad_input(client: Client, generated: AgentSession):
+    assert client.get(rows_url(generated), {"count": 0}).status_code == 400
+    assert client.get(rows_url(generated), {"count": 10_000}).status_code == 400
+    assert client.get(rows_url(generated), {"start": -1}).status_code == 400
+    assert client.get(rows_url(generated), {"targetId": "nope"}).status_code == 404
+    assert client.get("/s/no-such-session/rows/").status_code == 404
+
+
+def test_the_page_tells_the_tree_where_its_rows_are(client: Client, generated: AgentSession):
+    expected = [row.id for row in select_rows(generated, "all")]
+    target = expected[3_000]
+    html = client.get(page(generated), {"filter": "all", "targetId": target}).content.decode()
+    tree = part(html, "section", "tree")
+    match = re.search(r'<ul class="tree-rows"[^>]*data-rows-url="([^"]*)"[^>]*>', tree, re.S)
+    assert match is not None
+    assert unescape(match.group(1)) == f"{rows_url(generated)}?filter=all"
+    assert 'data-selected-index="3000"' in match.group(0)
+    assert f'data-shown="{len(expected)}"' in match.group(0)

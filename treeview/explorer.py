@@ -49,6 +49,11 @@ from treeview.tree_index import HIDDEN_ASSISTANT, SETTINGS, TOOL_RESULT, USER, D
 # Rows drawn around the selection: about 100 before and 100 after it. Deep rows carry long indentation
 # prefixes, and the browser's time to lay them out grows with every row (400 rows: +0.3 s in Chromium).
 TREE_WINDOW = 200
+# Most rows one request of the rows endpoint returns (the page scrolls through the tree in slices).
+TREE_SLICE_MAX = 400
+# Tree levels drawn before a row's text; deeper rows fold the levels above them into a depth badge ("⋯12"),
+# so that every row's text starts inside the pane, at any depth (a prefix is 3 characters a level).
+TREE_LEVELS = 4
 # Entries of the conversation path rendered at once.
 CONVERSATION_PAGE = 100
 # Flattened trees kept per process (one per session state and leaf); forests (one per session). Both are
@@ -627,19 +632,21 @@ def tree_window(
     target_id: str | None,
     start: int | None,
     commented: frozenset[str] | None = None,
+    count: int = TREE_WINDOW,
 ) -> TreeWindow:
-    """The visible rows around the selection (§17.1: the target, else its nearest visible ancestor, else the
-    last row), or from ``start`` when the reader scrolls to earlier or later rows. ``commented``: the ids of
-    the commented entries (the "commented" mode)."""
+    """``count`` visible rows around the selection (§17.1: the target, else its nearest visible ancestor, else
+    the last row), or from ``start`` when the reader scrolls to earlier or later rows. ``commented``: the ids
+    of the commented entries (the "commented" mode)."""
     flat = tree.flat
     visible = tree.visible(mode, query, commented)
     nodes = visible.nodes
     index = visible.select(tree, target_id)
+    count = max(1, min(count, TREE_SLICE_MAX))
     if start is None:
-        begin, end = window_bounds(index, len(nodes), TREE_WINDOW)
+        begin, end = window_bounds(index, len(nodes), count)
     else:
         begin = min(start, max(0, len(nodes) - 1))
-        end = min(begin + TREE_WINDOW, len(nodes))
+        end = min(begin + count, len(nodes))
     rows = [make_row(node, flat) for node in nodes[begin:end]]
     selected = None if index is None else cast("str | None", nodes[index].id)
     return TreeWindow(rows, begin, end, len(nodes), len(flat.nodes), selected, index, mode, view_tag(mode))

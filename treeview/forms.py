@@ -232,6 +232,12 @@ class SessionViewForm(forms.Form):
         return str(self.cleaned_data.get("filter") or "default")
 
 
+class TreeRowsForm(forms.Form):
+    """How many rows the rows endpoint returns (its other parameters are the session page's)."""
+
+    count = forms.IntegerField(required=False, min_value=1, max_value=400)
+
+
 class LabelForm(forms.Form):
     """Set (or, when empty, clear) the label of one entry; the view fields say where to return."""
 

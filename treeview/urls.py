@@ -17,6 +17,7 @@ urlpatterns = [
     path("s/<str:session_id>/", views.session_detail, name="session_detail"),
     path("s/<str:session_id>/context/", views.session_context, name="session_context"),
     path("s/<str:session_id>/label/", views.set_label, name="set_label"),
+    path("s/<str:session_id>/rows/", views.tree_rows, name="session_rows"),
     path("s/<str:session_id>/entry/<str:entry_id>/block/<int:index>/", views.entry_block, name="entry_block"),
     path(
         "s/<str:session_id>/entry/<str:entry_id>/comments/",

@@ -153,6 +153,26 @@ class Row:
             )
         return text
 
+    def folded_prefix(self, levels: int, symbols: TreeSymbols = UNICODE_SYMBOLS) -> tuple[int, str]:
+        """The prefix with only its last ``levels`` levels drawn, and how many levels were left out before
+        them (``0``: the whole prefix). A row thousands of levels deep costs the same as a shallow one:
+        ``levels`` cells, from the gutters of those levels only."""
+        if levels < 0:
+            raise ValueError("levels must be >= 0")
+        folded = max(0, self.display_indent - levels)
+        if folded == 0:
+            return 0, self.prefix(symbols)
+        memo = self.flat.drawing_memo()
+        key = ("folded", levels, self.display_indent, self.connector, symbols)
+        text = memo.get(key) if memo is not None else None
+        if text is None:
+            by_level = self.flat.gutter_levels(folded)
+            shifted = {level - folded: show for level, show in by_level.items()}
+            text = _prefix(levels, shifted, self.connector, symbols)
+            if memo is not None:
+                memo[key] = text
+        return folded, text
+
 
 # --------------------------------------------------------------------------------------------------
 # Filtering and search

@@ -124,11 +124,17 @@ class FlatNode:
             memo = link.memo = {}
         return memo
 
-    def gutter_levels(self) -> dict[int, bool]:
-        """Level -> ``show`` of the gutters (where two share a level the root-most wins, as in v15)."""
+    def gutter_levels(self, from_level: int = 0) -> dict[int, bool]:
+        """Level -> ``show`` of the gutters at ``from_level`` or deeper (where two share a level the root-most
+        wins, as in v15).
+
+        Walking rootwards the levels only go down (a gutter is added at a branch point, always deeper than
+        the one above it; only level 0 can repeat), so the walk stops at the first level above
+        ``from_level``: drawing the last few levels of a row 1,000 deep reads a few gutters, not 1,000.
+        """
         by_level: dict[int, bool] = {}
         link = self._gutters
-        while link is not None:
+        while link is not None and link.gutter.position >= from_level:
             # Walking rootwards, the last write is the root-most gutter.
             by_level[link.gutter.position] = link.gutter.show
             link = link.parent

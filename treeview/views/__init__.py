@@ -1,6 +1,6 @@
 """Thin glue over ``treeview.services`` and ``treeview.explorer``: one module per screen."""
 
-from treeview.views.detail import entry_block, session_context, session_detail, set_label
+from treeview.views.detail import entry_block, session_context, session_detail, set_label, tree_rows
 from treeview.views.downloads import download_branch, download_session
 from treeview.views.fork import branch_picker, fork_session
 from treeview.views.search import search, search_open
@@ -19,5 +19,6 @@ __all__ = [
     "session_detail",
     "session_list",
     "set_label",
+    "tree_rows",
     "upload",
 ]

@@ -22,6 +22,7 @@ from treeview.access import can_view
 from treeview.forms import (
     LabelForm,
     SessionViewForm,
+    TreeRowsForm,
 )
 from treeview.llm import summarizer_status
 from treeview.models import AgentSession
@@ -107,8 +108,35 @@ def _page_state(request: HttpRequest, session: AgentSession) -> tuple[PageState,
 class RowItem:
     row: Row
     url: str
-    prefix: str
+    prefix: str  # the last explorer.TREE_LEVELS levels of the row's tree prefix
     comments: comment_service.EntryCounts | None = None  # the badge: comments and open threads on the entry
+    index: int = 0  # the row's place among the visible rows
+    folded: int = 0  # levels left out before the prefix (the depth badge)
+
+
+def _row_items(
+    state: PageState, window: explorer.TreeWindow, counts: dict[str, comment_service.EntryCounts]
+) -> list[RowItem]:
+    items = []
+    for offset, row in enumerate(window.rows):
+        folded, prefix = row.folded_prefix(explorer.TREE_LEVELS)
+        url = state.url(targetId=row.id)
+        items.append(RowItem(row, url, prefix, counts.get(row.id), window.start + offset, folded))
+    return items
+
+
+def _rows_url(state: PageState) -> str:
+    """The rows endpoint's address for this page state (explorer.js adds ``start`` and ``count``)."""
+    params = {
+        "copy": state.copy,
+        "filter": None if state.mode == "default" else state.mode,
+        "q": state.query or None,
+        "leafId": state.leaf_param or None,
+        "tab": state.tab or None,
+    }
+    query = urlencode({key: value for key, value in params.items() if value is not None and value != ""})
+    base = reverse("treeview:session_rows", kwargs={"session_id": state.session.session_id})
+    return f"{base}?{query}" if query else base
 
 
 @dataclass(frozen=True)
@@ -137,9 +165,8 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
         "session": session,
         "state": state,
         "window": window,
-        "rows": [
-            RowItem(row, state.url(targetId=row.id), row.prefix(), counts.get(row.id)) for row in window.rows
-        ],
+        "rows": _row_items(state, window, counts),
+        "rows_url": _rows_url(state),
         "earlier_url": state.url(start=window.earlier_start) if window.earlier else None,
         "later_url": state.url(start=window.end) if window.later else None,
         "page_url": state.url(),
@@ -274,6 +301,33 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     state, tree = _page_state(request, session)
     # ``tab=context`` (a link to the tab, or any selection made while it is open) renders the tab open.
     return _render_detail(request, state, tree)
+
+
+@require_safe
+def tree_rows(request: HttpRequest, session_id: str) -> HttpResponse:
+    """A slice of the tree's visible rows (the page's filter and search): ``count`` rows from ``start``, or
+    around ``targetId`` without ``start``; the same fragment with and without htmx (explorer.js asks for it
+    as the tree pane scrolls, and when the session changes)."""
+    session = session_or_404(request, session_id)
+    state, tree = _page_state(request, session)
+    form = TreeRowsForm(request.GET)
+    if not form.is_valid():
+        raise BadRequest("malformed count")
+    count = form.cleaned_data["count"] or explorer.TREE_WINDOW
+    counts = comment_service.comment_counts(session)
+    commented = frozenset(counts) if state.mode == explorer.COMMENTED else None
+    window = explorer.tree_window(
+        tree, state.mode, state.query, state.target_id, state.start, commented, count=count
+    )
+    context = {
+        "session": session,
+        "state": state,
+        "window": window,
+        "rows": _row_items(state, window, counts),
+        "tree_selected_id": window.selected_id,
+        "review": review_service.page_review(session, tree.flat, state.leaf_id),
+    }
+    return TemplateResponse(request, DETAIL_TEMPLATE + "#tree-slice", context)
 
 
 @require_POST
