@@ -39,6 +39,7 @@ __all__ = [
     "ShareError",
     "ShareRefused",
     "branch_path",
+    "chunks",
     "count_view",
     "create_link",
     "hash_token",
@@ -163,19 +164,29 @@ def branch_path(session: AgentSession, leaf_id: str, below_seq: int | None = Non
     return path
 
 
+def chunks(items: Sequence[Any], size: int = IN_CHUNK) -> Iterator[Sequence[Any]]:
+    """``items`` in slices of at most ``size``: one ``IN (...)`` query each, never past a backend's limit."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
 def _load(session: AgentSession, ids: Sequence[str], below_seq: int | None) -> list[BranchEntry]:
-    rows = session.entries.filter(entry_id__in=ids).exclude(type="session")
-    if below_seq is not None:
-        rows = rows.filter(seq__lt=below_seq)
     found: dict[str, BranchEntry] = {}
-    for seq, entry_id, raw in sorted(rows.values_list("seq", "entry_id", "raw")):
-        try:
-            parsed = loads(raw)
-        except ValueError:
-            parsed = None
-        if not isinstance(parsed, dict):
-            parsed = {"type": "", "id": entry_id}
-        found[entry_id] = BranchEntry(seq, entry_id, raw, parsed)
+    for chunk in chunks(ids):
+        rows = session.entries.filter(entry_id__in=chunk).exclude(type="session")
+        if below_seq is not None:
+            rows = rows.filter(seq__lt=below_seq)
+        for seq, entry_id, raw in sorted(rows.values_list("seq", "entry_id", "raw")):
+            previous = found.get(entry_id)
+            if previous is not None and previous.seq > seq:
+                continue  # the later row of a repeated id wins, as in the tree
+            try:
+                parsed = loads(raw)
+            except ValueError:
+                parsed = None
+            if not isinstance(parsed, dict):
+                parsed = {"type": "", "id": entry_id}
+            found[entry_id] = BranchEntry(seq, entry_id, raw, parsed)
     return [found[i] for i in ids if i in found]
 
 
@@ -465,12 +476,10 @@ def revoke_links_of(user: Any, *, only_unseen: bool = False) -> int:
     else:
         pks = list(links.values_list("pk", flat=True))
     now = timezone.now()
-    revoked = 0
-    for start in range(0, len(pks), IN_CHUNK):
-        revoked += ShareLink.objects.filter(pk__in=pks[start : start + IN_CHUNK], revoked_at=None).update(
-            revoked_at=now
-        )
-    return revoked
+    return sum(
+        ShareLink.objects.filter(pk__in=chunk, revoked_at=None).update(revoked_at=now)
+        for chunk in chunks(pks)
+    )
 
 
 def user_saved(sender: object, instance: Any, **kwargs: Any) -> None:

@@ -344,10 +344,10 @@ def _links_context(request: HttpRequest) -> dict[str, Any]:
     user = request.user
     links = list(share.links_for(user))
     # Titles (a first prompt, maybe) only of the sessions the user still sees.
-    visible = visible_sessions(
-        user, AgentSession.objects.with_first_prompt().filter(pk__in={link.session_id for link in links})
-    )
-    titles = {session.pk: session.display_title for session in visible}
+    titles: dict[int, str] = {}
+    for chunk in share.chunks(sorted({link.session_id for link in links})):
+        visible = visible_sessions(user, AgentSession.objects.with_first_prompt().filter(pk__in=chunk))
+        titles.update((session.pk, session.display_title) for session in visible)
     return {
         "rows": [
             {
