@@ -478,3 +478,70 @@ def test_a_shared_redactor_gives_the_same_answers_from_many_threads():
     for t in threads:
         t.join()
     assert results == [expected] * 4
+
+
+# -- keys and tool names (issue 11, finding 5) ---------------------------------------------------------------
+
+KEY_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def _tool_call(arguments: dict) -> dict:
+    return {
+        "type": "message",
+        "id": "c",
+        "parentId": None,
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "toolCall", "id": "call1", "name": KEY_TOKEN, "arguments": arguments}],
+        },
+    }
+
+
+def test_secrets_used_as_keys_in_tool_arguments_are_masked_keeping_the_structure():
+    entry = _tool_call({KEY_TOKEN: "value", "headers": {"corp-host.internal": 1, "x": 2}, "after": KEY_TOKEN})
+    redactor = Redactor(["corp-host.internal"])
+    hits = redactor.scan(entry)
+    assert {(h.kind, h.in_key) for h in hits} >= {("GitHub token", True), ("Team secret", True)}
+    out = redactor.redact(entry, hits)
+    text = json.dumps(out)
+    assert KEY_TOKEN not in text and "corp-host.internal" not in text
+    arguments = out["message"]["content"][0]["arguments"]
+    # same order, same values, only the keys renamed
+    assert list(arguments) == ["[REDACTED: GitHub token]", "headers", "after"]
+    assert arguments["[REDACTED: GitHub token]"] == "value"
+    assert arguments["headers"] == {"[REDACTED: Team secret]": 1, "x": 2}
+    assert arguments["after"] == "[REDACTED: GitHub token]"
+    # unmasking the hit shows the key again
+    key_hit = next(h for h in hits if h.in_key and h.kind == "GitHub token")
+    shown = redactor.redact(entry, hits, {key_hit.id})
+    assert KEY_TOKEN in shown["message"]["content"][0]["arguments"]
+
+
+def test_two_masked_keys_of_one_mapping_do_not_collide():
+    other = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    entry = _tool_call({KEY_TOKEN: 1, other: 2})
+    out = Redactor().redact(entry)
+    assert out["message"]["content"][0]["arguments"] == {
+        "[REDACTED: GitHub token]": 1,
+        "[REDACTED: GitHub token] (2)": 2,
+    }
+
+
+def test_tool_names_of_calls_and_results_are_masked():
+    result = {
+        "type": "message",
+        "id": "r",
+        "parentId": "c",
+        "message": {"role": "toolResult", "toolCallId": "call1", "toolName": KEY_TOKEN, "content": []},
+    }
+    for entry in (_tool_call({}), result):
+        out = Redactor().redact(entry)
+        assert KEY_TOKEN not in json.dumps(out)
+        assert out["id"] == entry["id"] and out.get("parentId") == entry.get("parentId")
+
+
+def test_keys_of_the_session_format_are_never_renamed_by_a_team_string():
+    entry = _tool_call({"x": 1})
+    entry["message"]["content"][0]["name"] = "bash"
+    out = Redactor(["content", "arguments"]).redact(entry)
+    assert out == entry

@@ -6,12 +6,14 @@ class TreeviewConfig(AppConfig):
     verbose_name = "Arbor tree view"
 
     def ready(self) -> None:
+        from django.contrib.auth import get_user_model
         from django.core import checks
-        from django.db.models.signals import post_delete, post_migrate, post_save
+        from django.db.models.signals import post_delete, post_migrate, post_save, pre_delete
 
         from treeview.extensions import check_extensions
         from treeview.models import Membership
         from treeview.search import ensure_index_after_migrate
+        from treeview.services import share
         from treeview.services.visibility import membership_changed
 
         # ARBOR_EXTENSIONS that cannot be imported show at `manage.py check` and at startup.
@@ -21,3 +23,10 @@ class TreeviewConfig(AppConfig):
         # Open session sockets check their user again when a team's members change.
         post_save.connect(membership_changed, sender=Membership, dispatch_uid="arbor-membership-saved")
         post_delete.connect(membership_changed, sender=Membership, dispatch_uid="arbor-membership-deleted")
+        # Share links die with their creator's access: deactivated or deleted accounts, a team left.
+        user_model = get_user_model()
+        post_save.connect(share.user_saved, sender=user_model, dispatch_uid="arbor-share-user-saved")
+        pre_delete.connect(share.user_deleted, sender=user_model, dispatch_uid="arbor-share-user-deleted")
+        post_delete.connect(
+            share.membership_removed, sender=Membership, dispatch_uid="arbor-share-membership"
+        )

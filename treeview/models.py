@@ -455,6 +455,11 @@ class ShareLink(models.Model):
     redactions = models.JSONField(
         default=list, blank=True, help_text="what was masked: [{entry_id, kind, fingerprint}], never the text"
     )
+    masked_strings = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="team strings in force when the link was made: always masked, whatever memberships become",
+    )
     revoked_at = models.DateTimeField(null=True, blank=True)
     revoked_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"

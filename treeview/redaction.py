@@ -79,22 +79,22 @@ OPAQUE_KEYS = frozenset(
 _THINKING_TYPES = frozenset({"thinking", "redacted_thinking", "redactedThinking", "reasoning"})
 _REDACTED_THINKING_TYPES = frozenset({"redactedThinking", "redacted_thinking"})
 
-# String values under these keys are structure, not content (except inside free-form tool-call arguments).
+# String values under these keys are structure, not content (except inside free-form tool-call arguments): ids
+# and fixed vocabularies, and the provider's model names. Names a tool or an extension chose (toolName,
+# customType ...) are content: a share shows them, so they are scanned.
 STRUCTURAL_KEYS = frozenset(
     {
+        "api",
+        "provider",
+        "model",
+        "modelId",
         "id",
         "parentId",
         "timestamp",
         "type",
         "role",
         "toolCallId",
-        "toolName",
-        "api",
-        "provider",
-        "model",
-        "modelId",
         "stopReason",
-        "customType",
         "thinkingLevel",
         "serviceTier",
         "mimeType",
@@ -103,12 +103,54 @@ STRUCTURAL_KEYS = frozenset(
         "firstKeptEntryId",
         "responseId",
         "itemId",
-        "attribution",
-        "titleSource",
         "mode",
         "hash",
         "pad",
-        "customWireName",
+    }
+)
+
+# Keys of the session format itself: not scanned as strings outside free-form arguments (a team string that
+# happens to be one of them must not rename the format's fields). Every other key is scanned: tool arguments,
+# ``details`` and extension data can use a secret as a key.
+SCHEMA_KEYS = STRUCTURAL_KEYS | frozenset(
+    {
+        "message",
+        "content",
+        "text",
+        "thinking",
+        "name",
+        "arguments",
+        "toolName",
+        "details",
+        "usage",
+        "input",
+        "output",
+        "cacheRead",
+        "cacheWrite",
+        "totalTokens",
+        "cost",
+        "total",
+        "summary",
+        "label",
+        "data",
+        "isError",
+        "errorMessage",
+        "customType",
+        "display",
+        "version",
+        "cwd",
+        "parentSession",
+        "tokensBefore",
+        "signature",
+        "redacted",
+        "command",
+        "exitCode",
+        "cancelled",
+        "truncated",
+        "fullOutputPath",
+        "excludeFromContext",
+        "fromHook",
+        "title",
     }
 )
 
@@ -129,6 +171,8 @@ class Hit:
     before: str
     secret: str
     after: str
+    #: the hit is in the key of the mapping entry at ``path`` (not in its value): masking renames the key
+    in_key: bool = False
 
 
 def mask_for(hit: Hit) -> str:
@@ -600,10 +644,10 @@ class Redactor:
         raw_id = entry.get("id")
         entry_id = raw_id if isinstance(raw_id, str) else ("" if raw_id is None else str(raw_id))
         hits: list[Hit] = []
-        for path, s in _strings(entry):
+        for path, s, in_key in _strings(entry):
             spans = self.find_spans(s)
             if spans:
-                hits.extend(_hits_for(entry_id, path, s, spans))
+                hits.extend(_hits_for(entry_id, path, s, spans, in_key))
         return hits
 
     def redact(
@@ -618,9 +662,10 @@ class Redactor:
             hits = self.scan(entry)
         out = drop_opaque(entry)
         by_path: dict[tuple[str | int, ...], list[Hit]] = {}
+        in_keys: dict[tuple[str | int, ...], list[Hit]] = {}
         for hit in hits:
             if hit.id not in unmasked and hit.secret:
-                by_path.setdefault(hit.path, []).append(hit)
+                (in_keys if hit.in_key else by_path).setdefault(hit.path, []).append(hit)
         for path, path_hits in by_path.items():
             parent, key = _resolve(out, path)
             if parent is None:
@@ -628,15 +673,12 @@ class Redactor:
             s = parent[key]
             if not isinstance(s, str):
                 continue
-            leftovers = []
-            for hit in sorted(path_hits, key=lambda h: h.start, reverse=True):
-                if 0 <= hit.start <= hit.end <= len(s) and s[hit.start : hit.end] == hit.secret:
-                    s = s[: hit.start] + mask_for(hit) + s[hit.end :]
-                else:  # stale span (hits from another scan): mask the text wherever it is
-                    leftovers.append(hit)
-            for hit in leftovers:
-                s = s.replace(hit.secret, mask_for(hit))
-            parent[key] = s
+            parent[key] = _masked(s, path_hits)
+        # Keys last, deepest first: renaming a key changes the paths below it, never those above.
+        for path in sorted(in_keys, key=len, reverse=True):
+            parent, key = _resolve(out, path)
+            if isinstance(parent, dict) and isinstance(key, str):
+                _rename_key(parent, key, _masked(key, in_keys[path]))
         return out
 
     # -- detection on one string -----------------------------------------------------------------------------
@@ -674,6 +716,33 @@ class Redactor:
             if _high_entropy(s, m.start(), m.group()) and not _inside(public, m.start()):
                 spans.append((m.start(), m.end(), "High-entropy string", 9))
         return _merge(spans)
+
+
+def _masked(s: str, hits: Sequence[Hit]) -> str:
+    """``s`` with every hit's span replaced by its mask."""
+    leftovers = []
+    for hit in sorted(hits, key=lambda h: h.start, reverse=True):
+        if 0 <= hit.start <= hit.end <= len(s) and s[hit.start : hit.end] == hit.secret:
+            s = s[: hit.start] + mask_for(hit) + s[hit.end :]
+        else:  # stale span (hits from another scan): mask the text wherever it is
+            leftovers.append(hit)
+    for hit in leftovers:
+        s = s.replace(hit.secret, mask_for(hit))
+    return s
+
+
+def _rename_key(mapping: dict[str, Any], old: str, new: str) -> None:
+    """Rename a key in place, keeping the order; a masked key that collides with another gets a number."""
+    if new == old:
+        return
+    candidate, n = new, 1
+    while candidate in mapping:
+        n += 1
+        candidate = f"{new} ({n})"
+    items = list(mapping.items())
+    mapping.clear()
+    for k, v in items:
+        mapping[candidate if k == old else k] = v
 
 
 def _group_span(m: re.Match[str], group: int | None) -> tuple[int, int]:
@@ -820,7 +889,9 @@ def _merge(spans: list[_Span]) -> list[_Span]:
     return merged
 
 
-def _hits_for(entry_id: str, path: tuple[str | int, ...], s: str, spans: list[_Span]) -> Iterator[Hit]:
+def _hits_for(
+    entry_id: str, path: tuple[str | int, ...], s: str, spans: list[_Span], in_key: bool = False
+) -> Iterator[Hit]:
     for i, (start, end, kind, _prio) in enumerate(spans):
         secret = s[start:end]
         yield Hit(
@@ -834,6 +905,7 @@ def _hits_for(entry_id: str, path: tuple[str | int, ...], s: str, spans: list[_S
             before=_before(s, spans, i),
             secret=secret,
             after=_after(s, spans, i),
+            in_key=in_key,
         )
 
 
@@ -885,23 +957,30 @@ def _is_image(obj: Mapping[Any, Any]) -> bool:
     return obj.get("type") in ("image", "image_url") or (isinstance(mime, str) and mime.startswith("image/"))
 
 
-def _strings(entry: Mapping[str, Any]) -> Iterator[tuple[tuple[str | int, ...], str]]:
-    """Every scannable string of an entry with its path, in document order (iterative: no depth limit)."""
-    stack: list[tuple[Any, Any, bool]] = [(entry, None, False)]
+def _strings(entry: Mapping[str, Any]) -> Iterator[tuple[tuple[str | int, ...], str, bool]]:
+    """Every scannable string of an entry with its path and whether it is a key (then the path leads to the
+    value under it), in document order (iterative: no depth limit). Keys are strings a share shows too."""
+    stack: list[tuple[Any, Any, bool | None]] = [(entry, None, False)]
     seen: set[int] = set()
     while stack:
         obj, link, free = stack.pop()
-        if isinstance(obj, str):
-            yield _materialize(link), obj
+        if free is None:  # a key
+            yield _materialize(link), obj, True
+        elif isinstance(obj, str):
+            yield _materialize(link), obj, False
         elif isinstance(obj, Mapping):
             if id(obj) in seen:
                 continue
             seen.add(id(obj))
             image = _is_image(obj)
             kind = obj.get("type")
-            children = []
+            children: list[tuple[Any, Any, bool | None]] = []
             for key, value in obj.items():
-                if key in OPAQUE_KEYS or (not free and key in STRUCTURAL_KEYS):
+                if key in OPAQUE_KEYS:
+                    continue
+                if isinstance(key, str) and (free or key not in SCHEMA_KEYS):
+                    children.append((key, (key, link), None))
+                if not free and key in STRUCTURAL_KEYS:
                     continue
                 if key == "data" and (image or kind in _REDACTED_THINKING_TYPES):
                     continue

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -38,6 +39,7 @@ __all__ = [
     "ShareError",
     "ShareRefused",
     "branch_path",
+    "chunks",
     "count_view",
     "create_link",
     "hash_token",
@@ -65,6 +67,8 @@ LOOKUP_CHARS = 12
 SECRET_BYTES = 32
 SECRET_CHARS = 43
 TOKEN_CHARS = LOOKUP_CHARS + SECRET_CHARS
+#: Ids per ``IN (...)`` query: SQLite allows 32,766 variables per statement (999 before 3.32).
+IN_CHUNK = 900
 _TOKEN = re.compile(rf"[A-Za-z0-9_-]{{{TOKEN_CHARS}}}")
 
 
@@ -160,19 +164,29 @@ def branch_path(session: AgentSession, leaf_id: str, below_seq: int | None = Non
     return path
 
 
+def chunks(items: Sequence[Any], size: int = IN_CHUNK) -> Iterator[Sequence[Any]]:
+    """``items`` in slices of at most ``size``: one ``IN (...)`` query each, never past a backend's limit."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
 def _load(session: AgentSession, ids: Sequence[str], below_seq: int | None) -> list[BranchEntry]:
-    rows = session.entries.filter(entry_id__in=ids).exclude(type="session")
-    if below_seq is not None:
-        rows = rows.filter(seq__lt=below_seq)
     found: dict[str, BranchEntry] = {}
-    for seq, entry_id, raw in sorted(rows.values_list("seq", "entry_id", "raw")):
-        try:
-            parsed = loads(raw)
-        except ValueError:
-            parsed = None
-        if not isinstance(parsed, dict):
-            parsed = {"type": "", "id": entry_id}
-        found[entry_id] = BranchEntry(seq, entry_id, raw, parsed)
+    for chunk in chunks(ids):
+        rows = session.entries.filter(entry_id__in=chunk).exclude(type="session")
+        if below_seq is not None:
+            rows = rows.filter(seq__lt=below_seq)
+        for seq, entry_id, raw in sorted(rows.values_list("seq", "entry_id", "raw")):
+            previous = found.get(entry_id)
+            if previous is not None and previous.seq > seq:
+                continue  # the later row of a repeated id wins, as in the tree
+            try:
+                parsed = loads(raw)
+            except ValueError:
+                parsed = None
+            if not isinstance(parsed, dict):
+                parsed = {"type": "", "id": entry_id}
+            found[entry_id] = BranchEntry(seq, entry_id, raw, parsed)
     return [found[i] for i in ids if i in found]
 
 
@@ -207,7 +221,7 @@ def load_entries(link: ShareLink, ids: Sequence[str]) -> list[BranchEntry]:
 def redact_entries(link: ShareLink, entries: Iterable[BranchEntry]) -> Iterator[RedactedEntry]:
     """``entries`` as the link serves them: each hit not in ``link.unmasked`` masked, opaque payloads dropped
     (entries that arrived after a following link was made included)."""
-    redactor = redactor_for(link.created_by, link.session)
+    redactor = link_redactor(link)
     unmasked = set(link.unmasked or ())
     for item in entries:
         redacted = redactor.redact(item.entry, redactor.scan(item.entry), unmasked)
@@ -238,6 +252,16 @@ def team_strings(user: Any, session: AgentSession) -> list[str]:
 
 def redactor_for(user: Any, session: AgentSession) -> Redactor:
     return Redactor(team_strings(user, session))
+
+
+def link_strings(link: ShareLink) -> list[str]:
+    """The team strings a link masks: those in force when it was made (kept with it, so leaving a team or
+    a session leaving a team unmasks nothing) and any added since."""
+    return sorted(set(link.masked_strings or ()) | set(team_strings(link.created_by, link.session)))
+
+
+def link_redactor(link: ShareLink) -> Redactor:
+    return Redactor(link_strings(link))
 
 
 def scan_branch(redactor: Redactor, entries: Iterable[BranchEntry]) -> list[Hit]:
@@ -276,7 +300,7 @@ class RedactedEntry:
 
 def redact_value(link: ShareLink, value: dict[str, Any]) -> dict[str, Any]:
     """Any other mapping a link serves (the session header, the title), with every hit masked."""
-    redactor = redactor_for(link.created_by, link.session)
+    redactor = link_redactor(link)
     return redactor.redact(value, redactor.scan(value), ())
 
 
@@ -326,6 +350,7 @@ def create_link(
         if target_id and target_id not in path:
             raise ShareError("The highlighted entry is not on the shared branch.")
         entries = _load(locked, path, frozen_seq)
+        strings = team_strings(user, locked)
         hits = _branch_hits(user, locked, leaf_id, entries)
         hit_ids = {hit.id for hit in hits}
         unknown = set(unmasked) - hit_ids
@@ -350,6 +375,7 @@ def create_link(
             note=note,
             unmasked=sorted(set(unmasked)),
             redactions=redaction_record(hits, set(unmasked)),
+            masked_strings=strings,
         )
     return link, token
 
@@ -391,6 +417,11 @@ def resolve(token: str) -> ShareLink:
     state = link_state(link)
     if state != "active":
         raise ShareRefused(state)
+    creator = link.created_by
+    # A link lives only while its creator could still share it: an account deactivated (even by a bulk
+    # update that sent no signal), or one that no longer sees the session, takes its links with it.
+    if creator is not None and not can_view(creator, link.session):
+        raise ShareRefused("revoked")
     return link
 
 
@@ -434,6 +465,39 @@ def revoke(user: Any, link: ShareLink) -> ShareLink:
         )
     link.refresh_from_db()
     return link
+
+
+def revoke_links_of(user: Any, *, only_unseen: bool = False) -> int:
+    """Revoke the active links ``user`` made (``only_unseen``: only those of sessions they no longer see);
+    how many. Called when an account is deactivated or deleted, or leaves a team."""
+    links = ShareLink.objects.filter(created_by=user.pk, revoked_at=None).select_related("session")
+    if only_unseen:
+        pks = [link.pk for link in links if not can_view(user, link.session)]
+    else:
+        pks = list(links.values_list("pk", flat=True))
+    now = timezone.now()
+    return sum(
+        ShareLink.objects.filter(pk__in=chunk, revoked_at=None).update(revoked_at=now)
+        for chunk in chunks(pks)
+    )
+
+
+def user_saved(sender: object, instance: Any, **kwargs: Any) -> None:
+    """Signal receiver: a deactivated account's links stop working."""
+    if not instance.is_active:
+        revoke_links_of(instance)
+
+
+def user_deleted(sender: object, instance: Any, **kwargs: Any) -> None:
+    """Signal receiver (before the delete, while the links still name the account): its links stop working."""
+    revoke_links_of(instance)
+
+
+def membership_removed(sender: object, instance: Any, **kwargs: Any) -> None:
+    """Signal receiver: someone left a team; their links to sessions they no longer see stop working."""
+    user = get_user_model().objects.filter(pk=instance.user_id).first()
+    if user is not None:
+        revoke_links_of(user, only_unseen=True)
 
 
 def links_for(user: Any) -> Any:

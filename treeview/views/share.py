@@ -346,11 +346,14 @@ BRANCH_NAME_CHARS = 70
 
 def _branch_names(links: list[ShareLink], session_pks: set[int]) -> dict[tuple[int, str], str]:
     """(session pk, leaf id) → the leaf entry's row text, shortened: a branch named by words, not its id. Only
-    for the sessions the user still sees; one query."""
-    leaves = {link.leaf_id for link in links if link.session_id in session_pks}
-    rows = Entry.objects.filter(session_id__in=session_pks, entry_id__in=leaves).values_list(
-        "session_id", "entry_id", "text"
-    )
+    for the sessions the user still sees; one query per chunk of links."""
+    pairs = sorted({(link.session_id, link.leaf_id) for link in links if link.session_id in session_pks})
+    rows = []
+    for chunk in share.chunks(pairs):
+        query = Entry.objects.filter(
+            session_id__in={pk for pk, _ in chunk}, entry_id__in={leaf for _, leaf in chunk}
+        )
+        rows += list(query.values_list("session_id", "entry_id", "text"))
     names = {}
     for session_pk, entry_id, text in rows:
         words = " ".join(text.split())
@@ -364,10 +367,10 @@ def _links_context(request: HttpRequest) -> dict[str, Any]:
     user = request.user
     links = list(share.links_for(user))
     # Titles (a first prompt, maybe) only of the sessions the user still sees.
-    visible = visible_sessions(
-        user, AgentSession.objects.with_first_prompt().filter(pk__in={link.session_id for link in links})
-    )
-    titles = {session.pk: session.display_title for session in visible}
+    titles: dict[int, str] = {}
+    for chunk in share.chunks(sorted({link.session_id for link in links})):
+        visible = visible_sessions(user, AgentSession.objects.with_first_prompt().filter(pk__in=chunk))
+        titles.update((session.pk, session.display_title) for session in visible)
     branches = _branch_names(links, set(titles))
     return {
         "rows": [
