@@ -102,6 +102,24 @@ LOGOUT_REDIRECT_URL = "login"
 # Days an invite link stays valid.
 ARBOR_INVITE_DAYS = env.get_int("ARBOR_INVITE_DAYS", 7, minimum=1)
 
+# What everyone who may see a session may also do besides reading it (treeview/access.py): a comma-separated
+# subset of comment, review, navigate, label, fork, share_public, or "none". The owner, superusers and the
+# people the owner grants "can write" may do all of them; navigate, label, fork and share_public write to the
+# agent's file or directory, or publish the session, so they are not given to every viewer by default.
+_VIEWER_RIGHTS_CHOICES = ("comment", "review", "navigate", "label", "fork", "share_public")
+ARBOR_VIEWER_RIGHTS = [
+    right.lower()
+    for right in env.get_list("ARBOR_VIEWER_RIGHTS", ["comment", "review"])
+    if right.lower() != "view"
+]
+if ARBOR_VIEWER_RIGHTS == ["none"]:
+    ARBOR_VIEWER_RIGHTS = []
+if set(ARBOR_VIEWER_RIGHTS) - set(_VIEWER_RIGHTS_CHOICES):
+    raise ImproperlyConfigured(
+        f"ARBOR_VIEWER_RIGHTS: unknown {sorted(set(ARBOR_VIEWER_RIGHTS) - set(_VIEWER_RIGHTS_CHOICES))}; "
+        f"choose from {', '.join(_VIEWER_RIGHTS_CHOICES)} or none"
+    )
+
 # Arbor's own files (the SQLite database unless DATABASE_URL says otherwise, uploaded sessions).
 ARBOR_DATA_DIR = env.get_paths("ARBOR_DATA_DIR", [BASE_DIR / "var"], base_dir=BASE_DIR)[0]
 ARBOR_DATA_DIR.mkdir(parents=True, exist_ok=True)

@@ -38,6 +38,11 @@ function rowText(entryId) {
 // Open the choice of §17.8 for an entry (default: the selected tree row).
 function openNavigator(entryId) {
   const target = entryId || selectedRow()?.dataset.entryId;
+  if (root.dataset.refused) {
+    // The user sees the session but may not move its leaf (the server refuses it too): say why.
+    byId("command-message").textContent = root.dataset.refused;
+    return false;
+  }
   if (!target || !dialog || running) {
     return false;
   }
@@ -172,6 +177,8 @@ function runCommand(text) {
   message.textContent = "";
   if (command === "/tree") {
     treeSelector();
+  } else if (command === "/branch" && !document.getElementById("branch-picker")) {
+    message.textContent = "Only the session's owner and the people they let write may branch it.";
   } else if (command === "/branch") {
     document.dispatchEvent(new CustomEvent("arbor:branch-picker"));
   } else if (command) {

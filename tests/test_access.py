@@ -1,6 +1,7 @@
-"""Who sees what (treeview/access.py): every URL of treeview/urls.py and the websocket, for a signed-out
-visitor, a signed-in outsider, a team member, a team admin, the owner and a superuser; no foreign content in
-any refused answer; CSRF on every POST; single-user mode on and off."""
+"""Who sees what and who may do what (treeview/access.py): every URL of treeview/urls.py and the websocket,
+for a signed-out visitor, a signed-in outsider, a team member, a team member the owner let write (grantee), a
+team admin, the owner and a superuser; no foreign content in any refused answer; CSRF on every POST;
+single-user mode on and off."""
 
 from __future__ import annotations
 
@@ -21,7 +22,16 @@ from tests.reference import DATA, import_fixture
 from tests.sockets import signed_in_socket
 from tests.test_entry_block import _session_with_long_output
 from treeview import access
-from treeview.models import AgentSession, Comment, Membership, ReviewStatus, ShareLink, SiteSettings, Team
+from treeview.models import (
+    AgentSession,
+    Comment,
+    Membership,
+    ReviewStatus,
+    SessionGrant,
+    ShareLink,
+    SiteSettings,
+    Team,
+)
 from treeview.routing import websocket_urlpatterns
 from treeview.services import comments as comment_service
 from treeview.services import share as share_service
@@ -34,8 +44,24 @@ SID = "0196b4f0-6c2e-7a31-9f0e-3c5d2a1b4e77"
 #: What no refused answer may contain: the session's title (its first prompt) and an entry's text.
 SECRETS = ("Write a CLI argument parser in Python.", "Here is a first version using argparse.")
 HTMX = {"HX-Request": "true"}
-ROLES = ("anonymous", "outsider", "member", "team_admin", "owner", "superuser")
-ALLOWED = {"member", "team_admin", "owner", "superuser"}
+ROLES = ("anonymous", "outsider", "member", "grantee", "team_admin", "owner", "superuser")
+ALLOWED = {"member", "grantee", "team_admin", "owner", "superuser"}
+#: Who may write to the session (move its leaf, label, fork, public links): not every viewer.
+WRITERS = {"grantee", "owner", "superuser"}
+#: The right each session URL needs beyond seeing the session (treeview/access.py); the rest need to see it.
+GET_RIGHTS = {"branch_picker": access.FORK, "share_create": access.SHARE_PUBLIC}
+POST_RIGHTS = {
+    "set_label": access.LABEL,
+    "persist_position": access.NAVIGATE,
+    "fork_session": access.FORK,
+    "share_create": access.SHARE_PUBLIC,
+    "set_review_status": access.REVIEW,
+    "entry_comments": access.COMMENT,
+    "comment_resolve": access.COMMENT,
+    "comment_reopen": access.COMMENT,
+    "comment_edit": access.COMMENT,
+    "comment_delete": access.COMMENT,
+}
 
 
 @pytest.fixture(autouse=True)
@@ -60,11 +86,12 @@ class World:
 def _world(tmp_path: Path) -> World:
     users = {
         name: User.objects.create_user(name, password="pw-" + name)
-        for name in ("outsider", "member", "team_admin", "owner")
+        for name in ("outsider", "member", "grantee", "team_admin", "owner")
     }
     users["superuser"] = User.objects.create_superuser("superuser", password="pw-superuser")
     team = Team.objects.create(name="reviewers")
     Membership.objects.create(team=team, user=users["member"])
+    Membership.objects.create(team=team, user=users["grantee"])
     Membership.objects.create(team=team, user=users["team_admin"], role=Membership.Role.ADMIN)
     Membership.objects.create(team=Team.objects.create(name="others"), user=users["outsider"])
     session = import_fixture(tmp_path, FIXTURE)
@@ -73,6 +100,7 @@ def _world(tmp_path: Path) -> World:
     for each in (session, long):
         AgentSession.objects.filter(pk=each.pk).update(owner=users["owner"], visibility="teams")
         each.teams.set([team])
+        SessionGrant.objects.create(session=each, user=users["grantee"], granted_by=users["owner"])
     return World(AgentSession.objects.get(pk=session.pk), AgentSession.objects.get(pk=long.pk), team, users)
 
 
@@ -137,6 +165,7 @@ def _post_requests(world: World) -> dict[str, tuple[str, dict[str, str]]]:
             f"/s/{SID}/share/?leafId={world.session.leaf_id}",
             {"leafId": world.session.leaf_id, "expires": "7d", "follows": "frozen"},
         ),
+        "session_rights": (f"/s/{SID}/rights/", {"username": "member"}),
         "comment_delete": (f"{comment}/delete/", {}),  # last: the comment is gone afterwards
     }
 
@@ -150,15 +179,21 @@ def _assert_no_secrets(response: Any) -> None:
 # -- the matrix: session URLs ------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("htmx", [False, True])
 @pytest.mark.parametrize("role", ROLES)
-def test_every_session_get_url_answers_by_role(world: World, role: str) -> None:
+def test_every_session_get_url_answers_by_role(world: World, role: str, htmx: bool) -> None:
     client = world.client(role)
     for name, url in _get_urls(world).items():
-        response = client.get(url)
+        response = client.get(url, headers=HTMX if htmx else {})
         if role == "anonymous":
-            assert response.status_code == 302, name
-            assert response["Location"].startswith("/accounts/login/?next="), name
+            assert response.status_code == (401 if htmx else 302), name
+            if not htmx:
+                assert response["Location"].startswith("/accounts/login/?next="), name
             _assert_no_secrets(response)
+        elif name in GET_RIGHTS and role not in WRITERS and role != "outsider":
+            # Sees the session, may not use this tool: told why, and shown nothing of it.
+            assert response.status_code == 403, (name, role, response.status_code)
+            assert "owner" in _body(response)
         elif role in ALLOWED:
             assert response.status_code in (200, 302, 303), (name, response.status_code)
             if name == "search_open":
@@ -191,36 +226,66 @@ def test_the_signed_out_htmx_request_gets_401_and_a_redirect_header(world: World
     _assert_no_secrets(response)
 
 
+def _post_expected(role: str, name: str) -> str:
+    """ "login", "hidden" (404), "refused" (403) or "done" for ``role`` posting to ``name``."""
+    if role == "anonymous":
+        return "login"
+    if role == "outsider":
+        return "hidden"
+    if name == "set_visibility":
+        return "done" if role in ("team_admin", "owner", "superuser") else "refused"
+    if name == "session_rights":
+        return "done" if role in ("owner", "superuser") else "refused"
+    if name in AUTHOR_ONLY:
+        return "done" if role == "member" else "refused"
+    if POST_RIGHTS.get(name) in (access.COMMENT, access.REVIEW):
+        return "done"  # every viewer comments and reviews by default (ARBOR_VIEWER_RIGHTS)
+    return "done" if role in WRITERS else "refused"
+
+
+@pytest.mark.parametrize("htmx", [False, True])
 @pytest.mark.parametrize("role", ROLES)
-def test_every_session_post_url_answers_by_role(world: World, role: str) -> None:
+def test_every_session_post_url_answers_by_role(world: World, role: str, htmx: bool) -> None:
     for name, (url, data) in _post_requests(world).items():
         if name == "set_visibility" and role == "owner":
             continue  # last: it opens the session to everyone
         client = world.client(role)
-        response = client.post(url, data)
-        if role == "anonymous":
-            assert response.status_code == 302 and "/accounts/login/" in response["Location"], name
-        elif role == "outsider":
+        response = client.post(url, data, headers=HTMX if htmx else {})
+        expected = _post_expected(role, name)
+        if expected == "login":
+            if htmx:
+                assert response.status_code == 401 and "/accounts/login/" in response["HX-Redirect"], name
+            else:
+                assert response.status_code == 302 and "/accounts/login/" in response["Location"], name
+        elif expected == "hidden":
             assert response.status_code == 404, (name, response.status_code)
-        elif name == "set_visibility" and role == "member":
-            assert response.status_code == 403
-        elif name in AUTHOR_ONLY and role != "member":
+        elif expected == "refused":
             assert response.status_code == 403, (name, role, response.status_code)
         else:
-            assert response.status_code in (200, 302, 303), (name, response.status_code)
-        if role in ("anonymous", "outsider"):
+            assert response.status_code in (200, 302, 303), (name, role, response.status_code)
+        if expected in ("login", "hidden"):
             _assert_no_secrets(response)
 
 
 def test_refused_writes_write_nothing(world: World) -> None:
     entries = world.session.entries.count()
+    leaf = world.session.leaf_id
     for role in ("anonymous", "outsider"):
         for _name, (url, data) in _post_requests(world).items():
             world.client(role).post(url, data)
+    # Viewers who may not write: every write that is not a comment or a review.
+    for role in ("member", "team_admin"):
+        for name, (url, data) in _post_requests(world).items():
+            if _post_expected(role, name) == "refused":
+                world.client(role).post(url, data)
     world.client("member").post(f"/s/{SID}/visibility/", {"visibility": "signed_in"})
-    assert world.session.entries.count() == entries
+    session = AgentSession.objects.get(pk=world.session.pk)
+    assert session.entries.count() == entries and session.leaf_id == leaf  # no label, no marker
     assert AgentSession.objects.count() == 2  # no fork
-    assert AgentSession.objects.get(pk=world.session.pk).visibility == "teams"
+    assert session.visibility == "teams"
+    assert list(SessionGrant.objects.filter(session=session).values_list("user__username", flat=True)) == [
+        "grantee"
+    ]
     # One comment (the member's, unchanged and open), no review status, no share link.
     comment = Comment.objects.get()
     assert comment.body == "A first remark." and comment.resolved_at is None
@@ -409,13 +474,14 @@ def test_the_site_wide_pages_show_no_foreign_sessions(world: World, role: str) -
     revoke = client.post(f"/shared/{link.pk}/revoke/")
     if role == "anonymous":
         assert revoke.status_code == 302 and "/accounts/login/" in revoke["Location"]
-    elif role in ("outsider",):
+    elif role in ("outsider", "grantee"):
+        # Letting someone write to a session is not letting them revoke someone else's link.
         assert revoke.status_code == 404
     elif role in ("member", "team_admin", "owner", "superuser"):
         # The sharer, the session's managers (its owner, an admin of its team) and superusers revoke.
         assert revoke.status_code in (200, 302, 303), (role, revoke.status_code)
     revoked = ShareLink.objects.get().revoked_at is not None
-    assert revoked is (role not in ("anonymous", "outsider"))
+    assert revoked is (role not in ("anonymous", "outsider", "grantee"))
     assert (Client().get(f"/share/{token}/").status_code == 200) is not revoked
     switch = client.post("/shared/sharing/", {"public_sharing": ""})
     if role == "superuser":
@@ -542,7 +608,7 @@ async def test_the_socket_without_a_scope_user_is_refused_unless_single_user(
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("role", ["member", "owner", "superuser"])
+@pytest.mark.parametrize("role", ["grantee", "owner", "superuser"])
 async def test_a_signed_in_user_navigates_over_the_real_stack(tmp_path: Path, role: str) -> None:
     world = await sync_to_async(_world)(tmp_path)
     socket = await _open(world.users[role])
@@ -646,11 +712,11 @@ def test_a_fork_can_inherit_the_parents_access(world: World) -> None:
 
 
 def test_a_fork_made_by_a_member_is_theirs_and_seen_by_the_original_teams(world: World) -> None:
-    member = world.client("member")
+    member = world.client("grantee")  # a member the owner lets write
     response = member.post(f"/s/{SID}/fork/", {"entry_id": "b2000003"})
     assert response.status_code == 303
     fork = AgentSession.objects.exclude(pk__in=[world.session.pk, world.long.pk]).get()
-    assert fork.owner == world.users["member"]
+    assert fork.owner == world.users["grantee"]
     assert fork.visibility == "teams"
     assert list(fork.teams.all()) == [world.team]
     assert world.client("outsider").get(f"/s/{fork.session_id}/").status_code == 404

@@ -5,6 +5,12 @@ signed in (``signed_in``), to the members of its ``teams`` (``teams``) or to nob
 Sessions without an owner were imported from the agents' directories ("site" sessions); they start visible to
 everyone signed in and only superusers manage them. The owner, superusers and the admins of a team the session
 is shared with change its visibility. In single-user mode (``ARBOR_SINGLE_USER``) everything is allowed.
+
+Seeing a session is not writing to it. What a user may do with a session they see is one of :data:`ACTIONS`,
+asked with :func:`can`: everyone who sees it reads it, and by default comments and reviews
+(``ARBOR_VIEWER_RIGHTS``); moving its leaf (and persisting the position), labelling entries, forking and
+public share links change the agent's file or directory or publish the session, so they belong to its owner,
+superusers and the people the owner grants "can write" (:class:`~treeview.models.SessionGrant`).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from django.shortcuts import resolve_url
 from django.utils.functional import SimpleLazyObject
 from django.utils.http import urlencode
 
-from treeview.models import AgentSession, Membership, Team
+from treeview.models import AgentSession, Membership, SessionGrant, Team
 
 #: The user every request acts as in single-user mode.
 LOCAL_USERNAME = "local"
@@ -86,6 +92,82 @@ def can_view(user: Any, session: AgentSession) -> bool:
     if session.owner_id == user.pk or session.visibility == AgentSession.Visibility.SIGNED_IN:
         return True
     return visible_sessions(user).filter(pk=session.pk).exists()
+
+
+# -- rights per action -------------------------------------------------------------------------------------
+
+VIEW = "view"
+COMMENT = "comment"
+REVIEW = "review"
+#: Move the leaf (``/tree`` over the websocket, a summary) and persist the position for the agent.
+NAVIGATE = "navigate"
+#: Label entries (written to the agent's file with write-back on); a review's mirror label too.
+LABEL = "label"
+#: Branch a new session (next to the agent's file with write-back on).
+FORK = "fork"
+#: Make a public share link.
+SHARE_PUBLIC = "share_public"
+ACTIONS = (VIEW, COMMENT, REVIEW, NAVIGATE, LABEL, FORK, SHARE_PUBLIC)
+#: What "can write" grants (and what the owner always has) beyond what every viewer has.
+WRITE_ACTIONS = frozenset({COMMENT, REVIEW, NAVIGATE, LABEL, FORK, SHARE_PUBLIC})
+#: Why an action is refused, for the page (a disabled control's title) and the refusals.
+REFUSALS = {
+    VIEW: "You may not see this session.",
+    COMMENT: "Only the session's owner and the people they let write may comment here.",
+    REVIEW: "Only the session's owner and the people they let write may review branches here.",
+    NAVIGATE: "Only the session's owner and the people they let write may move its leaf.",
+    LABEL: "Only the session's owner and the people they let write may label its entries.",
+    FORK: "Only the session's owner and the people they let write may branch it.",
+    SHARE_PUBLIC: "Only the session's owner and the people they let write may make public links to it.",
+}
+
+
+def viewer_rights() -> frozenset[str]:
+    """What everyone who sees a session may do (``ARBOR_VIEWER_RIGHTS``, read at each call)."""
+    return frozenset({VIEW, *settings.ARBOR_VIEWER_RIGHTS})
+
+
+def rights(user: Any, session: AgentSession) -> frozenset[str]:
+    """Every action of :data:`ACTIONS` ``user`` may take on ``session`` (empty: they may not see it)."""
+    if sees_everything(user):
+        return frozenset(ACTIONS)
+    if not _signed_in(user) or not can_view(user, session):
+        return frozenset()
+    if session.owner_id is not None and session.owner_id == user.pk:
+        return frozenset(ACTIONS)
+    if SessionGrant.objects.filter(session=session.pk, user=user.pk).exists():
+        return viewer_rights() | WRITE_ACTIONS
+    return viewer_rights()
+
+
+def can(user: Any, session: AgentSession, action: str) -> bool:
+    """May ``user`` take ``action`` (one of :data:`ACTIONS`) on ``session``?"""
+    if action not in ACTIONS:
+        raise ValueError(f"unknown action {action!r}")
+    if action in viewer_rights():
+        return can_view(user, session)
+    return action in rights(user, session)
+
+
+def writable(user: Any, sessions: QuerySet[AgentSession], action: str) -> set[int]:
+    """The pks of ``sessions`` (already narrowed to what ``user`` sees) on which ``user`` may take ``action``:
+    one query for a list of sessions."""
+    if action not in ACTIONS:
+        raise ValueError(f"unknown action {action!r}")
+    if sees_everything(user) or action in viewer_rights():
+        return set(sessions.values_list("pk", flat=True))
+    if not _signed_in(user):
+        return set()
+    granted = SessionGrant.objects.filter(user=user.pk).values("session_id")
+    return set(sessions.filter(Q(owner=user) | Q(pk__in=granted)).values_list("pk", flat=True))
+
+
+def can_grant(user: Any, session: AgentSession) -> bool:
+    """May ``user`` give or take back "can write" on ``session``: its owner and superusers (a session without
+    an owner: superusers only)."""
+    if sees_everything(user):
+        return True
+    return _signed_in(user) and session.owner_id is not None and session.owner_id == user.pk
 
 
 def can_manage(user: Any, session: AgentSession) -> bool:

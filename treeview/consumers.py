@@ -3,7 +3,8 @@
 Client → server: ``{"type": "start", "target": id, "summarize": bool, "instructions": str | null}``,
 ``{"type": "cancel"}``, ``{"type": "ping"}``. Server → client: ``progress`` (``phase`` collecting /
 summarizing, ``entries``, and ``delta`` with each piece of summary text), ``done``, ``cancelled``, ``error``
-(``code`` and ``message``), ``changed`` (another page or the sync changed the session), ``pong``.
+(``code`` and ``message``; ``forbidden``: the user sees the session but may not move its leaf), ``changed``
+(another page or the sync changed the session), ``pong``.
 
 A navigation runs as its own task, so ``cancel`` is read while it streams; ``cancel`` and a closed socket
 abort it and wait for it, and an aborted navigation writes nothing.
@@ -24,7 +25,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
-from treeview.access import can_view, sees_everything
+from treeview.access import NAVIGATE, REFUSALS, can, can_view, sees_everything
 from treeview.llm import summarizer_status
 from treeview.models import AgentSession
 from treeview.services.events import ACCESS_CHANGED, SESSIONS_GROUP, session_group
@@ -83,6 +84,13 @@ def _may_still_view(user: Any, session_pk: int) -> bool:
     if session is None:
         return False
     return can_view(_stored_user(user), session)
+
+
+def _may_navigate(user: Any, session_pk: int) -> bool:
+    """``can(user, session, NAVIGATE)`` against the stored session and user: a grant taken back since the
+    socket opened counts."""
+    session = AgentSession.objects.filter(pk=session_pk).first()
+    return session is not None and can(_stored_user(user), session, NAVIGATE)
 
 
 class BadMessage(ValueError):
@@ -178,6 +186,12 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             return
         # Access is checked again before every write: it may have been taken away since the socket opened.
         if not await self._still_allowed():
+            return
+        # Seeing a session is not moving its leaf (treeview/access.py): refused; the socket stays open.
+        user = self.scope.get("user") or AnonymousUser()
+        assert self.session is not None
+        if not await database_sync_to_async(_may_navigate)(user, self.session.pk):
+            await self._error("forbidden", REFUSALS[NAVIGATE])
             return
         if summarize and instructions and instructions.strip() and summarizer_status().provider == "digest":
             await self._error("no-instructions", NO_INSTRUCTIONS)

@@ -24,6 +24,7 @@ __all__ = [
     "Invite",
     "Membership",
     "ReviewStatus",
+    "SessionGrant",
     "ShareLink",
     "SiteSettings",
     "Team",
@@ -257,6 +258,26 @@ class AgentSession(models.Model):
             else:
                 labels.pop(target, None)
         return labels
+
+
+class SessionGrant(models.Model):
+    """The owner lets someone write to a session they may see (treeview/access.py): move its leaf, persist the
+    position, label entries, fork it and make public links. Seeing it is still up to its visibility."""
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="grants")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="session_grants"
+    )
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "user"], name="grant_unique_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} can write {self.session_id}"
 
 
 class EntryQuerySet(models.QuerySet["Entry"]):

@@ -6,6 +6,7 @@ from treeview.views import review as review_views
 from treeview.views import share as share_views
 from treeview.views import teams
 from treeview.views.accounts import set_session_visibility
+from treeview.views.rights import session_rights
 
 app_name = "treeview"
 
@@ -50,6 +51,7 @@ urlpatterns = [
     path("s/<str:session_id>/fork/", views.fork_session, name="fork_session"),
     path("s/<str:session_id>/branch-picker/", views.branch_picker, name="branch_picker"),
     path("s/<str:session_id>/visibility/", set_session_visibility, name="set_visibility"),
+    path("s/<str:session_id>/rights/", session_rights, name="session_rights"),
     path("teams/", teams.team_list, name="team_list"),
     path("teams/<int:team_pk>/secrets/", teams.add_secret, name="add_team_secret"),
     path(

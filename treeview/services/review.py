@@ -89,7 +89,8 @@ class ReviewResult:
 
     leaf_id: str
     status: str
-    label: str = "unchanged"  # "written", "cleared", "unchanged", "kept" (a user's own label), "refused"
+    # "written", "cleared", "unchanged", "kept" (a user's own label), "refused", "left" (may not label)
+    label: str = "unchanged"
     refusal: str = ""
 
     @property
@@ -99,6 +100,8 @@ class ReviewResult:
             return f"Status saved; the label was not written to the session: {self.refusal}"
         if self.label == "kept":
             return "Status saved; the entry keeps its own label."
+        if self.label == "left":
+            return "Status saved (the review label in the session is left to those who may label it)."
         return "Status saved."
 
 
@@ -141,9 +144,12 @@ def branch_leaf(session: AgentSession, entry_id: str) -> str:
     return _label_anchor(entry_id, types, parents)
 
 
-def set_review_status(session: AgentSession, leaf_id: str, status: str, user: Any) -> ReviewResult:
+def set_review_status(
+    session: AgentSession, leaf_id: str, status: str, user: Any, *, write_label: bool = True
+) -> ReviewResult:
     """Set the review status of the branch ending at ``leaf_id`` (one transaction): the row, and the mirror
-    label in the session when the leaf has none of the user's own. Raises :class:`append.UnknownEntry`."""
+    label in the session when the leaf has none of the user's own and ``write_label`` (the user may label the
+    session). Raises :class:`append.UnknownEntry`."""
     if status not in Status.values:
         raise ValueError(f"unknown review status {status!r}")
     actor = user if getattr(user, "is_authenticated", False) else None
@@ -161,6 +167,8 @@ def set_review_status(session: AgentSession, leaf_id: str, status: str, user: An
             return ReviewResult(leaf, status, "kept")
         if current == wanted:
             return ReviewResult(leaf, status, "unchanged")
+        if not write_label:
+            return ReviewResult(leaf, status, "left")
         try:
             # Its own savepoint: a refused write-back leaves the status saved.
             with transaction.atomic():

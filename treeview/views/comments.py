@@ -17,11 +17,12 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from treeview.access import COMMENT, REFUSALS, can
 from treeview.forms import CommentEditForm, CommentForm, CommentPlaceForm
 from treeview.models import AgentSession, Comment
 from treeview.render.comments import render_comment
 from treeview.services import comments as service
-from treeview.views.common import htmx_target, session_or_404
+from treeview.views.common import htmx_target, refusal, session_or_404
 
 __all__ = [
     "CommentPanel",
@@ -69,6 +70,8 @@ class CommentPanel:
     open_threads: int
     form: CommentForm
     error: str = ""
+    may_comment: bool = True  # comment, reply, resolve (treeview/access.py); else ``refusal`` says why not
+    refusal: str = ""
 
 
 def place_query(params: Mapping[str, Any]) -> str:
@@ -103,6 +106,7 @@ def comment_panel(
     sid = session.session_id
     base = reverse("treeview:entry_comments", kwargs={"session_id": sid, "entry_id": entry_id})
     me = request.user.pk
+    may = can(request.user, session, COMMENT)
 
     def action(pk: int, name: str) -> str:
         return f"{base}{pk}/{name}/{query}"
@@ -114,7 +118,7 @@ def comment_panel(
             comment=comment,
             html=SafeString("") if deleted else render_comment(comment.body, names),
             author=_username(comment.author),
-            mine=not deleted and comment.author_id is not None and comment.author_id == me,
+            mine=may and not deleted and comment.author_id is not None and comment.author_id == me,
             edit_url=action(comment.pk, "edit"),
             delete_url=action(comment.pk, "delete"),
         )
@@ -144,6 +148,8 @@ def comment_panel(
         open_threads=open_threads,
         form=form if form is not None else CommentForm(),
         error=error,
+        may_comment=may,
+        refusal="" if may else REFUSALS[COMMENT],
     )
 
 
@@ -195,6 +201,8 @@ def entry_comments(request: HttpRequest, session_id: str, entry_id: str) -> Http
     _entry_or_404(session, entry_id)
     if request.method != "POST":
         return _answer(request, session, entry_id)
+    if (refused := refusal(request, session, COMMENT)) is not None:
+        return refused
     form = CommentForm(request.POST)
     if not form.is_valid():
         return _answer(request, session, entry_id, form=form, error=_form_error(form))
@@ -225,6 +233,8 @@ def _form_error(form: CommentForm | CommentEditForm) -> str:
 def edit_comment(request: HttpRequest, session_id: str, entry_id: str, pk: int) -> HttpResponse:
     """Change one's own comment (anyone else: 403)."""
     session = session_or_404(request, session_id)
+    if (refused := refusal(request, session, COMMENT)) is not None:
+        return refused
     comment = _comment_or_404(session, entry_id, pk)
     form = CommentEditForm(request.POST)
     if not form.is_valid():
@@ -245,6 +255,8 @@ def edit_comment(request: HttpRequest, session_id: str, entry_id: str, pk: int) 
 def delete_comment(request: HttpRequest, session_id: str, entry_id: str, pk: int) -> HttpResponse:
     """Delete one's own comment (anyone else: 403); a thread's first comment with replies leaves a marker."""
     session = session_or_404(request, session_id)
+    if (refused := refusal(request, session, COMMENT)) is not None:
+        return refused
     comment = _comment_or_404(session, entry_id, pk)
     try:
         service.delete(comment, request.user)
@@ -258,6 +270,8 @@ def delete_comment(request: HttpRequest, session_id: str, entry_id: str, pk: int
 def resolve_thread(request: HttpRequest, session_id: str, entry_id: str, pk: int) -> HttpResponse:
     """Mark the thread resolved (anyone who sees the session)."""
     session = session_or_404(request, session_id)
+    if (refused := refusal(request, session, COMMENT)) is not None:
+        return refused
     service.resolve(_comment_or_404(session, entry_id, pk), request.user)
     return _answer(request, session, entry_id)
 
@@ -267,5 +281,7 @@ def resolve_thread(request: HttpRequest, session_id: str, entry_id: str, pk: int
 def reopen_thread(request: HttpRequest, session_id: str, entry_id: str, pk: int) -> HttpResponse:
     """Open a resolved thread again (anyone who sees the session)."""
     session = session_or_404(request, session_id)
+    if (refused := refusal(request, session, COMMENT)) is not None:
+        return refused
     service.reopen(_comment_or_404(session, entry_id, pk), request.user)
     return _answer(request, session, entry_id)

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count
-from django.http import Http404, HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse
 
-from treeview.access import visible_sessions
+from treeview.access import REFUSALS, can, visible_sessions
 from treeview.forms import (
     CopyForm,
 )
@@ -96,6 +96,14 @@ def session_or_404(request: HttpRequest, session_id: str) -> AgentSession:
     if session is None:
         raise Http404("no imported session has this id")
     return session
+
+
+def refusal(request: HttpRequest, session: AgentSession, action: str) -> HttpResponse | None:
+    """``None`` when the user may take ``action`` on ``session`` (treeview/access.py), else the 403 that says
+    why (the user sees the session: it is no secret that it exists)."""
+    if can(request.user, session, action):
+        return None
+    return HttpResponse(REFUSALS[action], status=403, content_type="text/plain; charset=utf-8")
 
 
 def copy_param(request: HttpRequest) -> int | None:

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
-from treeview import context_tab, conversation, explorer
+from treeview import access, context_tab, conversation, explorer
 from treeview.access import can_view
 from treeview.forms import (
     LabelForm,
@@ -34,7 +34,14 @@ from treeview.services import review as review_service
 from treeview.session.selector import FilterMode, Row
 from treeview.views import fork
 from treeview.views.comments import comment_panel, place_query
-from treeview.views.common import copy_param, htmx_target, reverse_or_none, session_links, session_or_404
+from treeview.views.common import (
+    copy_param,
+    htmx_target,
+    refusal,
+    reverse_or_none,
+    session_links,
+    session_or_404,
+)
 
 # -- the session page --------------------------------------------------------------------------------------
 
@@ -161,8 +168,12 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
     node = tree.flat.by_id.get(selected)
     # The branch the conversation shows (through the selection, down to its leaf): the header describes it.
     branch = conversation.branch_on_screen(tree, selected)
+    allowed = access.rights(request.user, session)
     return {
         "session": session,
+        # What this user may do here (treeview/access.py): the page offers only those controls.
+        "rights": allowed,
+        "refusals": access.REFUSALS,
         "state": state,
         "window": window,
         "rows": _row_items(state, window, counts),
@@ -188,7 +199,11 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
         "parent": parent,
         "parent_links": session_links(parent, pick_copy=False) if parent is not None else None,
         # /branch: the sessions branched from this one, the picker, and the text to continue from.
-        **(_fork_context(request, state, parent) if htmx_target(request) is None else {}),
+        **(
+            _fork_context(request, state, parent, access.FORK in allowed)
+            if htmx_target(request) is None
+            else {}
+        ),
         "label_value": (node.node.label or "") if node is not None else "",
         "branch": branch,
         # Totals of the branch on screen, from the cached tree (no query).
@@ -219,11 +234,14 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
     }
 
 
-def _fork_context(request: HttpRequest, state: PageState, parent: AgentSession | None) -> dict[str, Any]:
-    """The header's forks, the branch picker's address and the "continue from here" text (full pages)."""
+def _fork_context(
+    request: HttpRequest, state: PageState, parent: AgentSession | None, may_fork: bool
+) -> dict[str, Any]:
+    """The header's forks, the branch picker's address (for who may branch) and the "continue from here" text
+    (full pages)."""
     return {
         "forks": fork.fork_links(state.session, request.user),
-        "branch_picker_url": fork.picker_url(state.session, state.copy),
+        "branch_picker_url": fork.picker_url(state.session, state.copy) if may_fork else None,
         "continue_text": fork.continue_text(parent, request.GET.get("continueFrom")),
         # A fork: where its file is and how to go on with it in the agent.
         "resume": fork_service.resume_hint(state.session) if state.session.parent_session else None,
@@ -335,6 +353,8 @@ def tree_rows(request: HttpRequest, session_id: str) -> HttpResponse:
 def set_label(request: HttpRequest, session_id: str) -> HttpResponse:
     """Label the entry (an empty label clears it), then show the tree again (no JS: redirect back)."""
     session = session_or_404(request, session_id)
+    if (refused := refusal(request, session, access.LABEL)) is not None:
+        return refused
     form = LabelForm(request.POST)
     if not form.is_valid():
         raise BadRequest("malformed label form")

@@ -14,11 +14,18 @@ from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
-from treeview.access import visible_sessions
+from treeview.access import FORK, visible_sessions
 from treeview.models import AgentSession
 from treeview.services import fork as fork_service
 from treeview.services.visibility import inherit_access
-from treeview.views.common import copy_param, htmx_target, reverse_or_none, session_or_404, shared_ids
+from treeview.views.common import (
+    copy_param,
+    htmx_target,
+    refusal,
+    reverse_or_none,
+    session_or_404,
+    shared_ids,
+)
 
 __all__ = ["branch_picker", "continue_text", "fork_links", "fork_session", "picker_url"]
 
@@ -93,6 +100,8 @@ def _render_picker(
 def branch_picker(request: HttpRequest, session_id: str) -> HttpResponse:
     """Every user message with text, in file order, the last one selected (the ``/branch`` picker, §14)."""
     session = session_or_404(request, session_id)
+    if (refused := refusal(request, session, FORK)) is not None:
+        return refused
     form = PickerPageForm(request.GET)
     if not form.is_valid():
         raise BadRequest("malformed page")
@@ -104,6 +113,8 @@ def branch_picker(request: HttpRequest, session_id: str) -> HttpResponse:
 def fork_session(request: HttpRequest, session_id: str) -> HttpResponse:
     """Branch a new session at a user message, then open it with the message's text to continue from."""
     session = session_or_404(request, session_id)
+    if (refused := refusal(request, session, FORK)) is not None:
+        return refused
     form = ForkForm(request.POST)
     if not form.is_valid():
         raise BadRequest("malformed branch form")

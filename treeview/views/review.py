@@ -18,14 +18,14 @@ from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
 from treeview import explorer
-from treeview.access import sees_everything, visible_sessions
+from treeview.access import LABEL, REVIEW, can, sees_everything, visible_sessions
 from treeview.forms import FILTER_CHOICES
 from treeview.models import AgentSession, Comment, Entry, ReviewStatus, Team
 from treeview.services import append
 from treeview.services import review as review_service
 from treeview.session.branches import CONVERSATIONAL_TYPES
 from treeview.session.selector import FilterMode
-from treeview.views.common import copy_note, copy_param, htmx_target, session_or_404, shared_ids
+from treeview.views.common import copy_note, copy_param, htmx_target, refusal, session_or_404, shared_ids
 from treeview.views.detail import DETAIL_TEMPLATE, PageState, _detail_context
 
 __all__ = ["review_page", "set_review_status"]
@@ -60,15 +60,24 @@ class ReviewForm(forms.Form):
 @require_POST
 @vary_on_headers("HX-Request")
 def set_review_status(request: HttpRequest, session_id: str) -> HttpResponse:
-    """Set a branch's review status (anyone who may see the session may), then show the control again with
-    the tree (htmx), or go back to the session page (no JavaScript)."""
+    """Set a branch's review status (who may review: treeview/access.py), then show the control again with
+    the tree (htmx), or go back to the session page (no JavaScript). The mirror label goes into the session
+    only for who may label it."""
     session = session_or_404(request, session_id)
+    if (refused := refusal(request, session, REVIEW)) is not None:
+        return refused
     form = ReviewForm(request.POST)
     if not form.is_valid():
         raise BadRequest("malformed review form")
     data = form.cleaned_data
     try:
-        result = review_service.set_review_status(session, data["leaf_id"], data["status"], request.user)
+        result = review_service.set_review_status(
+            session,
+            data["leaf_id"],
+            data["status"],
+            request.user,
+            write_label=can(request.user, session, LABEL),
+        )
     except append.UnknownEntry:
         raise Http404("no entry with this id in the session") from None
     session.refresh_from_db()

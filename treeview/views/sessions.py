@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
@@ -16,7 +16,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from treeview.access import can_view, sees_everything, visible_sessions
+from treeview.access import NAVIGATE, REFUSALS, can, can_view, sees_everything, visible_sessions, writable
 from treeview.forms import (
     NO_PROJECT,
     UPLOAD_FIELD,
@@ -164,9 +164,15 @@ def _project_choices(user: Any, current: str) -> list[ProjectChoice]:
     return choices
 
 
+def _without_persist(links: SessionLinks, allowed: bool) -> SessionLinks:
+    return links if allowed else replace(links, persist=None)
+
+
 def _rows(sessions: list[AgentSession], user: Any) -> list[SessionRow]:
     shared = shared_ids((session.session_id for session in sessions), user)
     reviews = review_service.summaries(sessions)  # one aggregate query for the page
+    # Who may persist the position (treeview/access.py): one query for the page.
+    movable = writable(user, AgentSession.objects.filter(pk__in=[s.pk for s in sessions]), NAVIGATE)
     rows = []
     for session in sessions:
         # Only a few sessions are forks, so resolving their parents one by one stays cheap.
@@ -176,7 +182,9 @@ def _rows(sessions: list[AgentSession], user: Any) -> list[SessionRow]:
         rows.append(
             SessionRow(
                 session=session,
-                links=session_links(session, pick_copy=session.session_id in shared),
+                links=_without_persist(
+                    session_links(session, pick_copy=session.session_id in shared), session.pk in movable
+                ),
                 copy=copy_note(session) if session.session_id in shared else "",
                 review=reviews.get(session.pk),
                 parent=parent,
@@ -330,6 +338,10 @@ def persist_position(request: HttpRequest, session_id: str) -> TemplateResponse:
     """Append the marker that makes the agent resume at Arbor's leaf (the agent takes the last line)."""
     session = session_or_404(request, session_id)
     page = ListPageForm(request.POST).page_number()
+    if not can(request.user, session, NAVIGATE):
+        title = session.display_title
+        notice = Notice(f"Position not persisted for “{title}”: {REFUSALS[NAVIGATE]}", error=True)
+        return _render_list(request, page, ListExtras(notice=notice), status=403)
     title = session.display_title
     if session.leaf_id is None:
         notice = Notice(f"“{title}” has no entries yet: there is no position to persist.", error=True)

@@ -20,7 +20,7 @@ from django.utils.http import content_disposition_header, urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from treeview.access import sees_everything, visible_sessions
+from treeview.access import SHARE_PUBLIC, sees_everything, visible_sessions
 from treeview.models import AgentSession, Entry, ShareLink
 from treeview.redaction import Hit, mask_for
 from treeview.render import build_tool_call_map, render_entry
@@ -28,7 +28,7 @@ from treeview.render.transcript import transcript
 from treeview.services import share
 from treeview.session.jsonl import dumps, loads
 from treeview.session.selector import FILTER_MODES
-from treeview.views.common import htmx_target, session_or_404
+from treeview.views.common import htmx_target, refusal, session_or_404
 
 CREATE_TEMPLATE = "treeview/share_create.html"
 PUBLIC_TEMPLATE = "treeview/share_view.html"
@@ -153,6 +153,8 @@ def _no_store(response: HttpResponse) -> HttpResponse:
 def share_create(request: HttpRequest, session_id: str) -> HttpResponse:
     """The share form for one branch, with the redaction preview; POST makes the link and shows it once."""
     session = session_or_404(request, session_id)
+    if (refused := refusal(request, session, SHARE_PUBLIC)) is not None:
+        return refused
     leaf, target, mode, query = _branch(
         request, session, request.POST if request.method == "POST" else request.GET
     )
