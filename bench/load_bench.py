@@ -65,8 +65,9 @@ SOCKETS = 100
 LABEL_SAVES = 20
 REQUEST_TIMEOUT = 60.0
 REDIS_URL = "redis://127.0.0.1:6379/7"
-# What an open page asks for when told that its session changed (static/live.js).
-REFETCH_HEADERS = {"HX-Request": "true", "HX-Target": "tree"}
+# What an open page asks for when told that its session changed (static/live.js -> explorer.js refreshRows):
+# the rows in view and OVERSCAN (40) beyond each edge, about 45 rows in view in a 900 px window.
+REFETCH_QUERY = "?start=0&count=125"
 SEARCH_WORDS = ["tree", "parse tree", "test", "error", "function", "file"]
 FIXTURES = ROOT / "tests" / "data" / "handmade"
 
@@ -280,7 +281,7 @@ async def _fan_out(base: str, sid: str, label_target: str) -> dict[str, Any]:
                     continue
                 save_index = len(saves) - 1
                 try:
-                    answer = await client.get(f"/s/{sid}/", headers=REFETCH_HEADERS)
+                    answer = await client.get(f"/s/{sid}/rows/{REFETCH_QUERY}")
                     refetch_bytes.append(len(answer.content))
                     if answer.status_code >= 400:
                         refetch_errors += 1
