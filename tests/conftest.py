@@ -50,12 +50,15 @@ _LEFT_TO_SQLITE = pytest.StashKey[int]()
 
 
 def _say_what_the_postgres_run_left(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    left = config.stash.get(_LEFT_TO_SQLITE, 0)
-    if left:
-        terminalreporter.write_line(
-            f"PostgreSQL run: {left} tests that never touch the database (the pure core, the browser tests "
-            "on their own SQLite servers) are left to the SQLite run; ARBOR_TEST_ALL=1 runs them here too."
-        )
+    if os.environ.get("ARBOR_DB") != "postgres" or os.environ.get("ARBOR_TEST_ALL") == "1":
+        return
+    # (under pytest-xdist the workers collect, so this process does not know how many)
+    left = config.stash.get(_LEFT_TO_SQLITE, None)
+    terminalreporter.write_line(
+        f"PostgreSQL run: {'the ' + str(left) if left else 'the'} tests that never touch the database (the "
+        "pure core, the browser tests on their own SQLite servers) are left to the SQLite run; "
+        "ARBOR_TEST_ALL=1 runs them here too."
+    )
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
