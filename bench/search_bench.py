@@ -52,14 +52,16 @@ PG_NAME = "arbor_bench570k"
 SESSIONS = [(100_000, 101 + i) for i in range(5)] + [(50_000, 106)] + [(1_000, 107 + i) for i in range(20)]
 TOTAL = sum(entries for entries, _ in SESSIONS)
 
-#: What is asked: common words (in a third of the entries), two of them, a rare word, a phrase-like token,
-#: nothing at all, and a later page of a common word.
+#: What is asked: a common word (in a third of the entries), two of them, the worst short prefix (``con``: the
+#: index merges the lists of 105 words), a common word of three letters, a rare word, a path (three words), a
+#: word that is nowhere, and a later page of a common word.
 QUERIES = [
     ("common word", "tree"),
     ("two common words", "parse tree"),
-    ("common prefix", "re"),
+    ("short common prefix", "con"),
+    ("common 3-letter word", "the"),
     ("rare word", "zyzzogeton"),
-    ("path token", "src/app.py"),
+    ("path", "src/app.py"),
     ("no hit", "qqqxqqq"),
     ("common word, page 10", "tree&page=10"),
 ]

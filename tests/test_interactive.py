@@ -66,6 +66,14 @@ def test_statements_within_the_limit_run_and_errors_that_are_not_a_timeout_pass_
     with query_limits(limit_ms=5000), connection.cursor() as cursor:
         cursor.execute("SELECT 41 + 1")
         assert cursor.fetchone()[0] == 42
+        if connection.vendor == "postgresql":
+            cursor.execute("SHOW statement_timeout")
+            assert cursor.fetchone()[0] == "5s"
+    if connection.vendor == "postgresql":
+        # The limit ends with the block, also inside a transaction (this test's).
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW statement_timeout")
+            assert cursor.fetchone()[0] == "0"
     with pytest.raises(Exception) as failed, query_limits(limit_ms=5000), connection.cursor() as cursor:
         cursor.execute("SELECT * FROM no_such_table")
     assert not isinstance(failed.value, QueryTimeout | QueryCancelled)

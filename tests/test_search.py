@@ -724,7 +724,16 @@ def test_hits_come_newest_session_first_then_in_file_order(tmp_path):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("limit", [2, 3, 5, 6, 11, 12, 50])
-def test_the_first_hits_are_found_session_by_session_when_sessions_grew_in_between(tmp_path, limit):
+@pytest.mark.parametrize(
+    "scan", [(20_000, 2500, 20_000), (3, 2, 20_000), (0, 1, 20_000), (3, 2, 2), (0, 1, 0)]
+)
+def test_the_first_hits_are_found_session_by_session_when_sessions_grew_in_between(
+    tmp_path, monkeypatch, limit, scan
+):
+    # PostgreSQL reads entries in order while that promises the hits, then asks the index: every way.
+    monkeypatch.setattr("treeview.search.PG_SCAN_ROWS", scan[0])
+    monkeypatch.setattr("treeview.search.PG_CHUNK", scan[1])
+    monkeypatch.setattr("treeview.search.PG_SORT_ROWS", scan[2])
     # "grown": 5 hits, then "other" is imported (4 hits), then "grown" grows by 4 more: its ids now span
     # other's. The newest session (by activity) comes first: "other", then "grown".
     grown = write_entries(tmp_path / "grown.jsonl", "grown", [user(f"walrus g{n}") for n in range(5)])

@@ -32,6 +32,8 @@ T = TypeVar("T")
 #: SQLite calls the progress handler every this many virtual-machine instructions (a few microseconds).
 SQLITE_PROGRESS_STEPS = 2000
 
+_PG_SETTINGS = "SELECT set_config('statement_timeout', %s, true), set_config('jit', %s, true)"
+
 # SQLSTATE query_canceled: both a statement_timeout and a cancel request end a statement with it.
 _PG_QUERY_CANCELED = "57014"
 
@@ -122,12 +124,19 @@ def query_limits(
         if vendor == "postgresql":
             with transaction.atomic(using=using):
                 with connection.cursor() as cursor:
-                    cursor.execute("SELECT set_config('statement_timeout', %s, true)", [f"{limit}ms"])
+                    cursor.execute("SELECT current_setting('statement_timeout'), current_setting('jit')")
+                    before = cursor.fetchone()
+                    # No JIT either: compiling costs a tenth of a second that a short query never wins back.
+                    cursor.execute(_PG_SETTINGS, [f"{limit}ms", "off"])
                 guard.attach(vendor, connection.connection)
                 try:
                     yield guard
                 finally:
                     guard.detach()
+                # Inside an outer transaction the settings would outlive the block (a failed block's savepoint
+                # is rolled back, settings included).
+                with connection.cursor() as cursor:
+                    cursor.execute(_PG_SETTINGS, list(before))
         elif vendor == "sqlite":
             raw = connection.connection
             guard.attach(vendor, raw)

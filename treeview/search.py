@@ -138,6 +138,23 @@ def matching_sessions(query: SearchQuery, sessions: QuerySet[AgentSession] | Non
 # The order of sessions in the results (as AgentSession.objects.newest_first()), for a row aliased "s".
 _SESSION_ORDER = "s.last_timestamp DESC NULLS LAST, s.id DESC"
 
+#: PostgreSQL: entries of the newest sessions read in order and tested one by one, at most (a common word
+#: fills the hits long before), and at a time.
+PG_SCAN_ROWS = 20_000
+PG_CHUNK = 2_500
+#: PostgreSQL: matches listed and sorted here at most, when the words are rare in the newest sessions.
+PG_SORT_ROWS = 20_000
+# PostgreSQL: a chunk of a session's entries in order, each with whether it matches.
+_PG_CHUNK = (
+    "SELECT e.id, e.seq, coalesce({match}, false) FROM treeview_entry e"
+    " WHERE e.session_id = %s AND e.seq > %s ORDER BY e.seq LIMIT %s"
+)
+# PostgreSQL: a session's hits after an entry, in order (the planner picks the index).
+_PG_REST = (
+    "SELECT e.id FROM treeview_entry e WHERE e.session_id = %s AND e.seq > %s AND {match}"
+    " ORDER BY e.seq LIMIT %s"
+)
+
 # SQLite: the smallest and largest entry id of a session (two index seeks).
 _SQLITE_SPAN = (
     "SELECT (SELECT id FROM treeview_entry WHERE session_id = %s ORDER BY id LIMIT 1),"
@@ -239,69 +256,67 @@ class EntryHits:
         return bool(connections[self.using].vendor == "postgresql")
 
     def _first(self, wanted: int) -> list[int]:
-        if not self._pg():
-            return self._walk_sqlite(wanted)
-        if self._fewer_than(wanted):
-            return self._sorted(wanted)
-        return self._walk_pg(wanted)
-
-    def _fewer_than(self, wanted: int) -> bool:
-        """Whether fewer than ``wanted`` entries of all sessions match (the index stops at ``wanted``)."""
-        if self._pg():
-            sql = f"SELECT count(*) FROM (SELECT 1 FROM treeview_entry e WHERE {self._pg_match()} LIMIT %s) m"
-        else:
-            sql = (
-                f"SELECT count(*) FROM (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s LIMIT %s) m"
-            )
-        with self._cursor() as cursor:
-            cursor.execute(sql, [self._index_query(), wanted])
-            return int(cursor.fetchone()[0]) < wanted
-
-    def _index_query(self) -> str:
-        return self.query.tsquery() if self._pg() else self.query.fts5()
+        return self._first_pg(wanted) if self._pg() else self._walk_sqlite(wanted)
 
     def _pg_match(self) -> str:
         # The tsquery is a constant expression, so the planner can use the index.
         return f"e.{PG_COLUMN} @@ {PG_QUERY}"
 
-    def _scope(self, column: str) -> str:
-        return f" AND {column} IN ({self._scope_sql})" if self._scope_sql else ""
+    def _first_pg(self, wanted: int) -> list[int]:
+        """The first ``wanted`` hits on PostgreSQL.
 
-    def _sorted(self, wanted: int) -> list[int]:
-        """The first ``wanted`` hits by one sorting query: for a query with few matches in all."""
-        if self._pg():
-            source = "treeview_entry e"
-            match = self._pg_match()
-        else:
-            source = f"{FTS_TABLE} JOIN treeview_entry e ON e.id = {FTS_TABLE}.rowid"
-            match = f"{FTS_TABLE} MATCH %s"
-        sql = (
-            f"SELECT e.id FROM {source} JOIN treeview_agentsession s ON s.id = e.session_id"
-            f" WHERE {match}{self._scope('e.session_id')}"
-            f" ORDER BY {_SESSION_ORDER}, e.seq, e.id LIMIT %s"
-        )
-        with self._cursor() as cursor:
-            cursor.execute(sql, [self._index_query(), *self._scope_params, wanted])
-            return [row[0] for row in cursor.fetchall()]
-
-    def _walk_pg(self, wanted: int) -> list[int]:
-        """The first ``wanted`` hits, walking the sessions newest first and each one's entries in file order.
-
-        The planner sorts the sessions, runs the inner query per session (it reads the entries of the session
-        in ``seq`` order and stops at ``wanted`` hits, or intersects the word's index with the session's
-        entries, whichever it expects to be cheaper) and stops asking sessions once ``wanted`` hits are in
-        (an incremental sort: the rows come sorted by session already).
+        The newest sessions' entries are read in ``seq`` order through the ``(session, seq)`` index, a chunk
+        at a time, each tested against its stored ``body_tsv``: a common word fills the hits within a few
+        thousand entries. This goes on while the hits found so far promise the rest within
+        :data:`PG_SCAN_ROWS` entries read. Otherwise the words are rare (in the newest sessions at least):
+        the GIN index lists the matches, up to :data:`PG_SORT_ROWS` of them, which are sorted here; only a
+        word with more matches than that, none of them in the newest sessions, has the rest of each session
+        asked in turn (the planner answers each from the index). (One statement for the whole walk, a
+        ``LATERAL`` join over the sessions, read every session in full: the planner neither stops such a
+        nested loop early nor reads a session in order when a prefix has many words.)
         """
-        where = f" WHERE s.id IN ({self._scope_sql})" if self._scope_sql else ""
-        sql = (
-            "SELECT x.id FROM (SELECT s.id, s.last_timestamp FROM treeview_agentsession s"
-            f"{where}) s CROSS JOIN LATERAL (SELECT e.id, e.seq FROM treeview_entry e"
-            f" WHERE e.session_id = s.id AND {self._pg_match()} ORDER BY e.seq LIMIT %s) x"
-            f" ORDER BY {_SESSION_ORDER}, x.seq LIMIT %s"
-        )
+        sessions = AgentSession.objects.all() if self._sessions is None else self._sessions
+        order = list(sessions.using(self.using).newest_first().values_list("pk", flat=True))
+        tsquery = self.query.tsquery()
+        match = self._pg_match()
+        found: list[int] = []
+        scanned = 0
         with self._cursor() as cursor:
-            cursor.execute(sql, [*self._scope_params, self.query.tsquery(), wanted, wanted])
-            return [row[0] for row in cursor.fetchall()]
+            index, last_seq = 0, -1
+            while index < len(order):
+                cursor.execute(_PG_CHUNK.format(match=match), [tsquery, order[index], last_seq, PG_CHUNK])
+                rows = cursor.fetchall()
+                scanned += len(rows)
+                for entry_pk, seq, hit in rows:
+                    last_seq = seq
+                    if hit:
+                        found.append(entry_pk)
+                        if len(found) >= wanted:
+                            return found
+                if len(rows) < PG_CHUNK:  # the end of the session
+                    index, last_seq = index + 1, -1
+                # Entries still to read at the rate seen so far, if it holds.
+                if not found or (wanted - len(found)) * scanned / len(found) > PG_SCAN_ROWS - scanned:
+                    break
+            else:
+                return found  # every session read
+            scope = f" AND e.session_id IN ({self._scope_sql})" if self._scope_sql else ""
+            sql = f"SELECT e.id, e.session_id, e.seq FROM treeview_entry e WHERE {match}{scope} LIMIT %s"
+            cursor.execute(sql, [tsquery, *self._scope_params, PG_SORT_ROWS + 1])
+            matches = cursor.fetchall()
+            if len(matches) <= PG_SORT_ROWS:
+                rank = {pk: position for position, pk in enumerate(order)}
+                matches.sort(key=lambda row: (rank.get(row[1], len(rank)), row[2], row[0]))
+                return [row[0] for row in matches if row[1] in rank][:wanted]
+            for position in range(index, len(order)):
+                after = last_seq if position == index else -1
+                cursor.execute(
+                    _PG_REST.format(match=match), [order[position], after, tsquery, wanted - len(found)]
+                )
+                found.extend(row[0] for row in cursor.fetchall())
+                if len(found) >= wanted:
+                    break
+        return found
 
     def _walk_sqlite(self, wanted: int) -> list[int]:
         """The first ``wanted`` hits on SQLite, with at most two full-text statements.
