@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser import BROWSER_MARKS, TIMEOUT_MS, live_server, sign_in
+from tests.browser import BENIGN_CONSOLE_ERRORS, BROWSER_MARKS, TIMEOUT_MS, live_server, sign_in
 from tests.reference import DATA
+from tests.test_share import GITHUB_TOKEN, _line, _message, _text
 
 pytestmark = BROWSER_MARKS
 
@@ -21,12 +23,26 @@ SETUP = (
 )
 
 
+LONG_SID = "share-long-browser"
+LONG = 2600  # entries: more than the form scans in its request (share_scan.INLINE_ENTRIES)
+
+
+def _long_session(path: Path) -> None:
+    header = {"type": "session", "version": 3, "id": LONG_SID, "timestamp": "2026-05-01T10:00:00.000Z"}
+    lines = [_line(header)]
+    for i in range(LONG):
+        text = f"push with {GITHUB_TOKEN}" if i == 7 else f"step {i}"
+        lines.append(_message(f"e{i}", f"e{i - 1}" if i else None, "user", _text(text), i % 60))
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("share-browser")
     sessions = root / "sessions"
     sessions.mkdir()
     shutil.copyfile(DATA / "handmade" / "v3_branching_labels.jsonl", sessions / "v3_branching_labels.jsonl")
+    _long_session(sessions / "long.jsonl")
     with live_server(root, sessions, setup=SETUP, ARBOR_SINGLE_USER="0") as url:
         yield url
 
@@ -75,3 +91,33 @@ def test_share_a_branch_open_it_signed_out_then_revoke_it(page: Page, browser: B
         expect(visitor.locator("body")).not_to_contain_text("Add subcommands.")
     finally:
         fresh.close()
+
+
+def test_a_long_branch_is_scanned_with_progress_then_previewed(page: Page, server: str) -> None:
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    sign_in(page, server, "alice", "pw-alice-1")
+    page.goto(f"{server}/s/{LONG_SID}/share/?leafId=e{LONG - 1}")
+    # the socket scans the branch, the page shows its progress and then reloads with the preview
+    expect(page.locator("#redaction-preview")).to_contain_text("1 possible secret found", timeout=60_000)
+    expect(page.locator("#share-scan")).to_have_count(0)
+    expect(page.locator(".redaction-kind")).to_contain_text("GitHub token")
+    page.get_by_role("button", name="Create the link").click()
+    expect(page.locator("#share-link")).to_contain_text("/share/")
+    assert not [e for e in errors if not e.startswith(BENIGN_CONSOLE_ERRORS)], errors
+
+
+def test_without_javascript_the_long_branch_offers_a_scan_in_the_request(
+    browser: Browser, server: str
+) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        sign_in(page, server, "alice", "pw-alice-1")
+        page.goto(f"{server}/s/{LONG_SID}/share/?leafId=e{LONG - 2}")
+        expect(page.locator("#share-scan")).to_contain_text("being scanned")
+        page.get_by_role("link", name="Scan in this request instead").click()
+        expect(page.locator("#redaction-preview")).to_contain_text("1 possible secret found", timeout=60_000)
+    finally:
+        context.close()

@@ -59,8 +59,8 @@ def test_a_branch_longer_than_sqlites_variable_limit_is_shared(
     AgentSession.objects.filter(pk=result.session.pk).update(owner=world.users["owner"])
     session = AgentSession.objects.get(pk=result.session.pk)
     leaf = f"e{LONG - 1}"
-    entries, hits = share.preview(world.users["owner"], session, leaf)
-    assert len(entries) == LONG and [hit.entry_id for hit in hits] == ["e0"]
+    length, hits = share.preview(world.users["owner"], session, leaf)
+    assert length == LONG and [hit.entry_id for hit in hits] == ["e0"]
     link, token = share.create_link(world.users["owner"], session, leaf_id=leaf)
     assert link.redactions[0]["entry_id"] == "e0"
     page = Client().get(share_url(token))

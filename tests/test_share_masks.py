@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import AsyncClient, Client
 
 from tests.test_share import (
     GITHUB_TOKEN,
@@ -185,3 +186,23 @@ def test_secrets_as_argument_keys_and_tool_names_are_masked_everywhere(
     entries = [json.loads(line) for line in jsonl.splitlines()]
     arguments = entries[2]["message"]["content"][0]["arguments"]
     assert arguments == {"[REDACTED: GitHub token]": "push", "hosts": {"[REDACTED: Team secret]": True}}
+
+
+# -- the downloads stream (finding 8) ------------------------------------------------------------------
+
+
+def test_share_downloads_stream_under_asgi_at_the_readers_pace(sw: ShareWorld) -> None:
+    """Under ASGI both downloads are async iterators (Django reads a sync one whole into memory first, and the
+    Markdown was built whole), and they serve the same bytes as the plain client."""
+    _, token = make_link(sw, "owner")
+
+    async def fetch(suffix: str) -> tuple[bool, bytes]:
+        response = await AsyncClient().get(share_url(token, suffix))
+        assert response.status_code == 200
+        return response.is_async, b"".join([chunk async for chunk in response.streaming_content])
+
+    for suffix in ("branch.jsonl", "branch.md"):
+        is_async, content = async_to_sync(fetch)(suffix)
+        assert is_async, suffix
+        assert content.decode() == body(Client().get(share_url(token, suffix))), suffix
+        assert TEAM_SECRET not in content.decode()

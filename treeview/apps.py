@@ -10,6 +10,7 @@ class TreeviewConfig(AppConfig):
         from django.core import checks
         from django.db.models.signals import post_delete, post_migrate, post_save, pre_delete
 
+        from treeview import daphne_flow
         from treeview.extensions import check_extensions
         from treeview.models import Membership
         from treeview.search import ensure_index_after_migrate
@@ -30,3 +31,5 @@ class TreeviewConfig(AppConfig):
         post_delete.connect(
             share.membership_removed, sender=Membership, dispatch_uid="arbor-share-membership"
         )
+        # Streamed downloads at the client's pace, cut off visibly when they fail (treeview/daphne_flow.py).
+        daphne_flow.install()

@@ -56,8 +56,10 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-__all__ = ["Hit", "Redactor", "drop_opaque", "mask_for", "redaction_record", "scan_entries"]
+__all__ = ["RULES_VERSION", "Hit", "Redactor", "drop_opaque", "mask_for", "redaction_record", "scan_entries"]
 
+#: Bumped whenever a detector changes what it finds: cached scan results of other versions are not used.
+RULES_VERSION = "2026-12-02.keys"
 CONTEXT = 40
 MIN_TEAM_STRING = 4
 MIN_TOKEN = 20  # shortest bare token the high-entropy detector considers

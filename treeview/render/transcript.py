@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["fence", "transcript"]
+__all__ = ["fence", "transcript", "transcript_pieces"]
 
 _BACKTICKS = re.compile(r"`+")
 
@@ -136,11 +136,26 @@ def _entry(entry: Mapping[str, Any]) -> tuple[str, list[str]] | None:
 def transcript(entries: Iterable[Mapping[str, Any]], *, title: str = "", note: str = "") -> str:
     """The branch ``entries`` (root first) as Markdown: a heading per message, settings changes in italics,
     tool calls and outputs fenced; entries of other kinds (extension state) are left out."""
-    out: list[str] = []
+    return "".join(transcript_pieces(entries, title=title, note=note))
+
+
+def transcript_pieces(
+    entries: Iterable[Mapping[str, Any]], *, title: str = "", note: str = ""
+) -> Iterator[str]:
+    """:func:`transcript` a piece at a time (a download streams it: a branch can be hundreds of MB)."""
+    first = True
+
+    def piece(text: str) -> str:
+        nonlocal first
+        if first:
+            first = False
+            return text
+        return "\n\n" + text
+
     if title:
-        out.append("# " + " ".join(title.split()))
+        yield piece("# " + " ".join(title.split()))
     if note:
-        out.append(_quoted(note))
+        yield piece(_quoted(note))
     for entry in entries:
         rendered = _entry(entry)
         if rendered is None:
@@ -148,6 +163,8 @@ def transcript(entries: Iterable[Mapping[str, Any]], *, title: str = "", note: s
         heading, body = rendered
         stamp = _text(entry.get("timestamp"))
         if heading:
-            out.append(f"## {heading}" + (f" · {stamp}" if stamp else ""))
-        out.extend(part for part in body if part.strip())
-    return "\n\n".join(out) + "\n"
+            yield piece(f"## {heading}" + (f" · {stamp}" if stamp else ""))
+        for part in body:
+            if part.strip():
+                yield piece(part)
+    yield "\n"

@@ -10,7 +10,8 @@ from treeview.session.session_manager import SessionManager, session_file_name
 
 __all__ = ["export_branch", "export_lines", "export_text", "load_manager"]
 
-_BATCH = 2000
+# Rows per query: a stalled download holds one batch (and one chunk) at most.
+_BATCH = 200
 
 
 def _rows(session: AgentSession, *, in_file: bool) -> Iterator[tuple[str, str]]:

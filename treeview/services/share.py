@@ -46,6 +46,7 @@ __all__ = [
     "link_path",
     "link_state",
     "load_entries",
+    "load_rows",
     "preview",
     "redact_entries",
     "redacted_batches",
@@ -190,6 +191,9 @@ def _load(session: AgentSession, ids: Sequence[str], below_seq: int | None) -> l
     return [found[i] for i in ids if i in found]
 
 
+load_rows = _load
+
+
 def link_path(link: ShareLink) -> tuple[str, list[str]]:
     """The leaf a link shows now and the ids root → it, from the session's cached explorer tree (no entry is
     read): frozen, the link's leaf; following, the session's current leaf when it descends from it."""
@@ -272,21 +276,6 @@ def scan_branch(redactor: Redactor, entries: Iterable[BranchEntry]) -> list[Hit]
     return hits
 
 
-# The preview's scan, kept for the link made right after it from the same state (a large branch takes
-# seconds to scan): per session state (its key, next_seq, entry_count), leaf and the team strings in force.
-_scans: explorer.LruCache[tuple[Any, ...], list[Hit]] = explorer.LruCache(8)
-
-
-def _branch_hits(user: Any, session: AgentSession, leaf_id: str, entries: Sequence[BranchEntry]) -> list[Hit]:
-    strings = team_strings(user, session)
-    key = (explorer.session_key(session), session.next_seq, session.entry_count, leaf_id, tuple(strings))
-    hits = _scans.get(key)
-    if hits is None:
-        hits = scan_branch(Redactor(strings), entries)
-        _scans.put(key, hits)
-    return hits
-
-
 @dataclass(frozen=True, slots=True)
 class RedactedEntry:
     """An entry as a link serves it: ``raw`` is the stored line when redaction changed nothing (byte-exact),
@@ -349,9 +338,9 @@ def create_link(
             raise ShareError("No entry with this id in the session.")
         if target_id and target_id not in path:
             raise ShareError("The highlighted entry is not on the shared branch.")
-        entries = _load(locked, path, frozen_seq)
         strings = team_strings(user, locked)
-        hits = _branch_hits(user, locked, leaf_id, entries)
+        # the preview's scan of this very state, cached (treeview/services/share_scan.py), or scanned now
+        hits = share_scan.branch_hits(locked, leaf_id, strings)
         hit_ids = {hit.id for hit in hits}
         unknown = set(unmasked) - hit_ids
         if unknown:
@@ -511,8 +500,13 @@ def links_for(user: Any) -> Any:
 # -- the share form ----------------------------------------------------------------------------------------
 
 
-def preview(user: Any, session: AgentSession, leaf_id: str) -> tuple[list[BranchEntry], list[Hit]]:
-    """The branch root → ``leaf_id`` as it is now, and every redaction hit in it (for the share form)."""
-    path = branch_path(session, leaf_id)
-    entries = _load(session, path, None)
-    return entries, _branch_hits(user, session, leaf_id, entries)
+def preview(user: Any, session: AgentSession, leaf_id: str) -> tuple[int, list[Hit]]:
+    """The length of the branch root → ``leaf_id`` as it is now, and every redaction hit in it (scanned now
+    unless cached; the share form has the scan run in the background first: treeview/share_scan.py)."""
+    return len(branch_path(session, leaf_id)), share_scan.branch_hits(
+        session, leaf_id, team_strings(user, session)
+    )
+
+
+# The branch scan and its caches use this module's loaders; imported last (it imports this module).
+from treeview.services import share_scan  # noqa: E402

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -17,6 +18,8 @@ from treeview.models import AgentSession
 from treeview.services.export import export_branch, export_lines
 from treeview.session.session_manager import EntryNotFound
 from treeview.views.common import session_or_404
+
+logger = logging.getLogger(__name__)
 
 NDJSON = "application/x-ndjson"
 # Downloads go out in pieces of about this many characters (a session file can be hundreds of MB).
@@ -55,26 +58,52 @@ def _encoded(pieces: Iterator[str]) -> Iterator[bytes]:
         yield "".join(buffer).encode("utf-8", errors="surrogatepass")
 
 
-async def _async_chunks(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+async def _async_chunks(chunks: Iterator[bytes], what: str) -> AsyncIterator[bytes]:
     # Under ASGI, Django would read a synchronous iterator whole into memory before sending it; this one
-    # fetches the next chunk (a database query now and then) in the thread the sync ORM uses.
+    # fetches the next chunk (a database query now and then) in the thread the sync ORM uses, only when the
+    # server asks for it (treeview/daphne_flow.py: at the client's pace).
     take = sync_to_async(next, thread_sensitive=True)
     while True:
-        chunk = await take(chunks, None)
+        try:
+            chunk = await take(chunks, None)
+        except Exception:
+            logger.exception("download of %s failed part way; the connection is cut off", what)
+            raise  # the server aborts the connection: the client sees an incomplete transfer, not a hang
         if chunk is None:
             return
         yield chunk
+
+
+def _sync_chunks(chunks: Iterator[bytes], what: str) -> Iterator[bytes]:
+    try:
+        yield from chunks
+    except Exception:
+        logger.exception("download of %s failed part way; the connection is cut off", what)
+        raise
+
+
+def streamed(
+    request: HttpRequest, pieces: Iterator[str], content_type: str, filename: str
+) -> StreamingHttpResponse:
+    """A download made lazily from ``pieces`` in UTF-8 chunks of about :data:`DOWNLOAD_CHUNK` characters:
+    nothing is read or built before the client takes the previous chunk, and an error part way (a database
+    error) ends the transfer visibly incomplete, logged."""
+    chunks = _encoded(pieces)
+    content: Iterator[bytes] | AsyncIterator[bytes]
+    if isinstance(request, ASGIRequest):
+        content = _async_chunks(chunks, filename)
+    else:
+        content = _sync_chunks(chunks, filename)
+    response = StreamingHttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = content_disposition_header(True, filename)
+    return response
 
 
 @require_safe
 def download_session(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
     """The session file as imported (byte for byte), followed by the entries Arbor appended."""
     session = session_or_404(request, session_id)
-    chunks = _encoded(export_lines(session))
-    content = _async_chunks(chunks) if isinstance(request, ASGIRequest) else chunks
-    response = StreamingHttpResponse(content, content_type=NDJSON)
-    response["Content-Disposition"] = content_disposition_header(True, download_name(session))
-    return response
+    return streamed(request, export_lines(session), NDJSON, download_name(session))
 
 
 @require_safe

@@ -12,11 +12,11 @@ from csp.decorators import csp
 from django import forms
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils.http import content_disposition_header, urlencode
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -24,11 +24,12 @@ from treeview.access import SHARE_PUBLIC, sees_everything, visible_sessions
 from treeview.models import AgentSession, Entry, ShareLink
 from treeview.redaction import Hit, mask_for
 from treeview.render import build_tool_call_map, render_entry
-from treeview.render.transcript import transcript
-from treeview.services import share
+from treeview.render.transcript import transcript_pieces
+from treeview.services import share, share_scan
 from treeview.session.jsonl import dumps, loads
 from treeview.session.selector import FILTER_MODES
 from treeview.views.common import htmx_target, refusal, session_or_404
+from treeview.views.downloads import streamed
 
 CREATE_TEMPLATE = "treeview/share_create.html"
 PUBLIC_TEMPLATE = "treeview/share_view.html"
@@ -101,9 +102,9 @@ class ShareForm(forms.Form):
 # -- creating a link ---------------------------------------------------------------------------------------
 
 
-def _branch(request: HttpRequest, session: AgentSession, data: Any) -> tuple[str, str, str, str]:
-    """(leaf, target, filter, search) from the query: unknown entries are a 404; a target off the leaf's
-    branch shares the branch to the target (what the session page shows for it)."""
+def _branch(request: HttpRequest, session: AgentSession, data: Any) -> tuple[str, str, str, str, int]:
+    """(leaf, target, filter, search, branch length) from the query: unknown entries are a 404; a target off
+    the leaf's branch shares the branch to the target (what the session page shows for it)."""
     form = BranchForm(data)
     if not form.is_valid():
         raise Http404("malformed branch")
@@ -115,23 +116,26 @@ def _branch(request: HttpRequest, session: AgentSession, data: Any) -> tuple[str
     if not path:
         raise Http404("no entry with this id in the session")
     if target and target not in path:
-        if not share.branch_path(session, target):
+        path = share.branch_path(session, target)
+        if not path:
             raise Http404("no entry with this id in the session")
         leaf = target
-    return leaf, target, form.cleaned_data["filter"] or "default", form.cleaned_data["q"]
+    mode = form.cleaned_data["filter"] or "default"
+    return leaf, target, mode, form.cleaned_data["q"], len(path)
 
 
-def _hit_views(entries: list[share.BranchEntry], hits: list[Hit]) -> list[dict[str, Any]]:
+def _hit_views(titles: dict[str, Any], hits: list[Hit]) -> list[dict[str, Any]]:
     """The preview's hits grouped by entry, each with a little context and its mask."""
-    titles = {item.entry_id: render_entry(item.entry).title for item in entries}
     groups: dict[str, dict[str, Any]] = {}
     seen: set[str] = set()
     for hit in hits:
         if hit.id in seen:
             continue  # the same secret again in the same entry: one hit id, one checkbox
         seen.add(hit.id)
+        entry = titles.get(hit.entry_id)
         group = groups.setdefault(
-            hit.entry_id, {"entry_id": hit.entry_id, "title": titles.get(hit.entry_id), "hits": []}
+            hit.entry_id,
+            {"entry_id": hit.entry_id, "title": render_entry(entry).title if entry else None, "hits": []},
         )
         group["hits"].append(
             {
@@ -155,21 +159,31 @@ def share_create(request: HttpRequest, session_id: str) -> HttpResponse:
     session = session_or_404(request, session_id)
     if (refused := refusal(request, session, SHARE_PUBLIC)) is not None:
         return refused
-    leaf, target, mode, query = _branch(
-        request, session, request.POST if request.method == "POST" else request.GET
-    )
-    entries, hits = share.preview(request.user, session, leaf)
+    data = request.POST if request.method == "POST" else request.GET
+    leaf, target, mode, query, length = _branch(request, session, data)
+    strings = share.team_strings(request.user, session)
+    hits = share_scan.cached_branch_hits(session, leaf, strings)
+    inline = (
+        length <= share_scan.INLINE_ENTRIES or request.GET.get("scan") == "now"
+    )  # "now": without JavaScript
+    if hits is None and (request.method == "POST" or inline):
+        hits = share_scan.branch_hits(session, leaf, strings)
+    scanning = hits is None  # the page runs the scan over its socket, shows progress, then reloads
+    hits = hits or []
     hit_ids = [hit.id for hit in hits]
     enabled = share.sharing_enabled()
     form = ShareForm(request.POST if request.method == "POST" else None, hit_ids=hit_ids)
+    branch_query = {"leafId": leaf, "targetId": target, "filter": mode, "q": query}
     context: dict[str, Any] = {
         "session": session,
         "leaf_id": leaf,
         "target_id": target,
         "mode": mode,
         "query": query,
-        "entry_count": len(entries),
-        "groups": _hit_views(entries, hits),
+        "entry_count": length,
+        "scanning": scanning,
+        "scan_now_url": "?" + urlencode({**branch_query, "copy": session.pk, "scan": "now"}),
+        "groups": _hit_views(share_scan.hit_titles(session, hits), hits),
         "hit_count": len(hits),
         "enabled": enabled,
         "form": form,
@@ -312,31 +326,25 @@ def share_jsonl(request: HttpRequest, token: str) -> HttpResponse:
         if redacted_header != header:
             header_raw = dumps(redacted_header)
 
-    def lines() -> Iterator[bytes]:
-        yield (header_raw + "\n").encode("utf-8", errors="surrogatepass")
+    def lines() -> Iterator[str]:
+        yield header_raw + "\n"
         for batch in share.redacted_batches(link):
-            yield "".join(item.raw + "\n" for item in batch).encode("utf-8", errors="surrogatepass")
+            yield "".join(item.raw + "\n" for item in batch)
 
-    # Streamed a batch at a time: the whole branch is never held in memory.
-    response = StreamingHttpResponse(lines(), content_type=NDJSON)
-    response["Content-Disposition"] = content_disposition_header(True, _file_stem(link) + ".jsonl")
-    return response
+    # Streamed a batch at a time, at the reader's pace: the whole branch is never held in memory.
+    return streamed(request, lines(), NDJSON, _file_stem(link) + ".jsonl")
 
 
 @public
 def share_markdown(request: HttpRequest, token: str) -> HttpResponse:
-    """The shared branch as a readable Markdown transcript (redacted)."""
+    """The shared branch as a readable Markdown transcript (redacted), streamed like the session file."""
     try:
         link = _open(token)
     except share.ShareRefused as refusal:
         return _refused(request, refusal)
-    entries = [item.entry for batch in share.redacted_batches(link) for item in batch]
-    text = transcript(entries, title=_title(link), note=link.note)
-    response = HttpResponse(
-        text.encode("utf-8", errors="surrogatepass"), content_type="text/markdown; charset=utf-8"
-    )
-    response["Content-Disposition"] = content_disposition_header(True, _file_stem(link) + ".md")
-    return response
+    entries = (item.entry for batch in share.redacted_batches(link) for item in batch)
+    pieces = transcript_pieces(entries, title=_title(link), note=link.note)
+    return streamed(request, pieces, "text/markdown; charset=utf-8", _file_stem(link) + ".md")
 
 
 # -- the Shared links page ---------------------------------------------------------------------------------
