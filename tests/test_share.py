@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from tests.test_access import World, _world
-from treeview.models import AgentSession, ShareLink, SiteSettings, TeamSecret
+from treeview.models import AgentSession, SessionGrant, ShareLink, SiteSettings, TeamSecret
 from treeview.render.transcript import fence, transcript
 from treeview.services import append, share
 from treeview.services.sync import sync_file
@@ -210,6 +210,8 @@ def test_the_session_page_links_to_the_share_form(sw: ShareWorld) -> None:
 
 
 def test_the_preview_shows_every_hit_masked_in_context(sw: ShareWorld) -> None:
+    # The member's team strings are masked; the owner lets them make public links (treeview/access.py).
+    SessionGrant.objects.create(session=sw.session, user=sw.users["member"])
     response = sw.client("member").get(f"/s/{SHARE_SID}/share/?leafId=m4&targetId=m3")
     assert response.status_code == 200
     assert response["Cache-Control"] == "no-store"

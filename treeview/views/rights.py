@@ -138,6 +138,9 @@ def _answer(
         url = reverse("treeview:session_detail", kwargs={"session_id": session.session_id})
         return HttpResponseRedirect(f"{url}?copy={session.pk}")
     context = {"session": session, "people": rights_state(request, session, form, message)}
+    # htmx swaps only 2xx answers: a refused form comes back as 200 with its reason (a plain post gets 400).
+    if htmx_target(request) is not None:
+        status = 200
     return TemplateResponse(request, RIGHTS_TEMPLATE, context, status=status)
 
 
