@@ -267,3 +267,20 @@ def test_phone_tree_is_readable_and_a_tap_shows_the_conversation(
     expect(article).to_be_in_viewport(timeout=TIMEOUT_MS)
     context.close()
     assert [error for error in errors if not error.startswith("Failed to load resource")] == [], errors
+
+
+def test_back_after_a_filter_change_brings_a_working_tree_back(page: Page, big: tuple[str, str]) -> None:
+    base, session_id = big
+    open_page(page, base, session_id, "?filter=all")
+    page.locator("#tree-filter-mode").select_option("user-only")
+    expect(page).to_have_url(re.compile("filter=user-only"))
+    expect(page.locator("#tree-filter-mode")).to_have_value("user-only")
+    page.go_back()
+    expect(page).to_have_url(re.compile("filter=all"))
+    expect(page.locator("#tree-filter-mode")).to_have_value("all")
+    expect(page.locator("#tree .tree-rows.virtual")).to_be_visible()
+    # The rows stand at their places again (the copy held no inline positions: no CSP error).
+    tops = page.locator("#tree [role=treeitem]").evaluate_all(
+        "rows => rows.map(r => [Number(r.dataset.index), r.offsetTop])"
+    )
+    assert tops and all(top == index * ROW_HEIGHT for index, top in tops)
