@@ -15,8 +15,9 @@ session (seed 2) and the hand-made fixtures imported, 50 users, and one daphne i
   p50/p95, errors (any status >= 400, a timeout, a dropped connection); daphne's RSS before, right after, and
   after 10 s of rest; on PostgreSQL the server connections of the database still open after the load;
 * **fan-out**: 100 websockets on the 50k page, each refetching what an open page refetches when told the
-  session changed (the page with ``HX-Request``), while 20 label saves are made and one more client reads the
-  session list: time from a save until every page has refetched, bytes per refetch, the list's p95;
+  session changed (the rows of its tree pane in view, from the rows endpoint), while 20 label saves are
+  made and one more client reads the session list: time from a save until every page has refetched, bytes
+  per refetch, the list's p95;
 * **kill -9 during import**: the generated 100,000-entry session imported into a fresh database, the import
   killed at several points, then run again to the end: the export must be the file byte for byte and hold as
   many entries as the file.
@@ -65,9 +66,11 @@ SOCKETS = 100
 LABEL_SAVES = 20
 REQUEST_TIMEOUT = 60.0
 REDIS_URL = "redis://127.0.0.1:6379/7"
-# What an open page asks for when told that its session changed (static/live.js -> explorer.js refreshRows):
-# the rows in view and OVERSCAN (40) beyond each edge, about 45 rows in view in a 900 px window.
-REFETCH_QUERY = "?start=0&count=125"
+# What an open page asks for when told that its session changed (static/live.js → static/explorer.js): the
+# rows in view of its tree pane, from the rows endpoint (a 1440x900 window shows about 26 rows; 40 more on
+# each side), with its selection to keep. Before: the whole tree pane and the reading pane
+# (GET /s/<id>/ with HX-Request and HX-Target: tree, about 871 KB on the 50k page).
+REFETCH_ROWS = 26 + 2 * 40
 SEARCH_WORDS = ["tree", "parse tree", "test", "error", "function", "file"]
 FIXTURES = ROOT / "tests" / "data" / "handmade"
 
@@ -281,7 +284,10 @@ async def _fan_out(base: str, sid: str, label_target: str) -> dict[str, Any]:
                     continue
                 save_index = len(saves) - 1
                 try:
-                    answer = await client.get(f"/s/{sid}/rows/{REFETCH_QUERY}")
+                    answer = await client.get(
+                        f"/s/{sid}/rows/",
+                        params={"start": 0, "count": REFETCH_ROWS, "targetId": label_target},
+                    )
                     refetch_bytes.append(len(answer.content))
                     if answer.status_code >= 400:
                         refetch_errors += 1

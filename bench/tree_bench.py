@@ -1,0 +1,132 @@
+"""What a person feels in the tree pane, measured in Chromium against a running Arbor (no setup of its own).
+
+    .venv/bin/python bench/tree_bench.py http://127.0.0.1:8000 <session id> [--repeat 5]
+
+On the session's page (``filter=all``, 1440x900): how long from a key press (ArrowDown) until the conversation
+shows the newly selected entry (the keys' preview, debounced 120 ms, included); from a filter change until the
+tree shows the new filter; how long rows stay blank after a jump of the scroll position (as dragging the
+scroll bar does) until the rows of the view are there; and how many elements the page and the tree pane hold
+(after load, after scrolling through the tree). Medians and maxima of ``--repeat`` runs, as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+
+ROW_HEIGHT = 20  # static/explorer.js
+COUNTS = """() => ({
+  page: document.getElementsByTagName('*').length,
+  tree: document.getElementById('tree').getElementsByTagName('*').length,
+  rows: document.querySelectorAll('#tree [role=treeitem]').length,
+})"""
+# Whether every row of the pane's view is in the list (none blank).
+VIEW_FILLED = """() => {
+  const pane = document.getElementById('tree-column');
+  const list = document.querySelector('#tree .tree-rows');
+  const listTop = list.getBoundingClientRect().top - pane.getBoundingClientRect().top + pane.scrollTop;
+  const top = pane.scrollTop - listTop;
+  const first = Math.max(0, Math.floor(top / ROW_HEIGHT));
+  const last = Math.min(Number(list.dataset.shown) - 1, Math.floor((top + pane.clientHeight) / ROW_HEIGHT));
+  for (let i = first; i <= last; i++) {
+    if (!list.querySelector(`:scope > [data-index="${i}"]`)) return false;
+  }
+  return true;
+}""".replace("ROW_HEIGHT", str(ROW_HEIGHT))
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {"median_ms": round(statistics.median(values) * 1000, 1), "max_ms": round(max(values) * 1000, 1)}
+
+
+def measure(base: str, session_id: str, repeat: int) -> dict[str, Any]:
+    from playwright.sync_api import sync_playwright
+
+    result: dict[str, Any] = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+        page.set_default_timeout(30_000)
+        page.goto(f"{base}/s/{session_id}/?filter=all")
+        page.wait_for_selector("#tree .tree-rows.virtual")
+        result["dom_after_load"] = page.evaluate(COUNTS)
+        # Key preview: ArrowDown, then the conversation shows the new selection.
+        previews = []
+        for _ in range(repeat):
+            page.locator('#tree [aria-selected="true"] > a').focus()
+            page.wait_for_timeout(300)
+            started = time.perf_counter()
+            page.keyboard.press("ArrowDown")
+            selected = page.locator('#tree [aria-selected="true"]').get_attribute("data-entry-id")
+            page.wait_for_selector(f'#conversation article.selected[data-entry-id="{selected}"]')
+            previews.append(time.perf_counter() - started)
+        result["key_preview"] = _summary(previews)
+        # Filter switch: the select changes, the tree comes back with the new mode's rows.
+        switches = []
+        modes = ["default", "no-tools", "user-only", "all"]
+        for i in range(repeat):
+            mode = modes[i % len(modes)]
+            if page.locator("#tree-filter-mode").input_value() == mode:
+                mode = modes[(i + 1) % len(modes)]
+            started = time.perf_counter()
+            page.locator("#tree-filter-mode").select_option(mode)
+            page.wait_for_function(
+                f"() => new URL(location.href).searchParams.get('filter') === '{mode}' || "
+                f"('{mode}' === 'default' && !new URL(location.href).searchParams.get('filter'))"
+            )
+            page.wait_for_selector("#tree .tree-rows.virtual")
+            switches.append(time.perf_counter() - started)
+        result["filter_switch"] = _summary(switches)
+        page.locator("#tree-filter-mode").select_option("all")
+        page.wait_for_function("() => new URL(location.href).searchParams.get('filter') === 'all'")
+        page.wait_for_selector("#tree .tree-rows.virtual")
+        # Scroll jumps: time until the rows in view are all there.
+        shown = int(page.locator("#tree .tree-rows").get_attribute("data-shown") or 0)
+        rng = random.Random(1)
+        blanks = []
+        for _ in range(repeat * 4):
+            target = rng.randrange(0, max(1, shown - 50))
+            started = time.perf_counter()
+            page.locator("#tree-column").evaluate(f"(pane) => {{ pane.scrollTop = {target * ROW_HEIGHT} }}")
+            page.wait_for_function(VIEW_FILLED, polling="raf")
+            blanks.append(time.perf_counter() - started)
+        result["scroll_jump_blank"] = _summary(blanks)
+        # Scrolling through the tree a wheel step at a time: the longest any step left rows blank.
+        steps = []
+        for _ in range(60):
+            started = time.perf_counter()
+            page.mouse.move(200, 600)
+            page.mouse.wheel(0, 400)
+            page.wait_for_function(VIEW_FILLED, polling="raf")
+            steps.append(time.perf_counter() - started)
+        result["wheel_step_blank"] = _summary(steps)
+        result["dom_after_scrolling"] = page.evaluate(COUNTS)
+        result["rows_shown"] = shown
+        browser.close()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("base")
+    parser.add_argument("session_id")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    print(json.dumps(measure(args.base.rstrip("/"), args.session_id, args.repeat), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
