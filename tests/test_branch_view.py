@@ -224,3 +224,9 @@ def test_custom_instructions_are_offered_only_to_a_model(
     html = client.get(f"/s/{SID}/").content.decode()
     custom = re.search(r'<button type="button"\s+data-choice="custom"([^>]*)>', html)
     assert custom is not None and "disabled" not in custom.group(1)
+
+
+def test_the_context_tab_names_its_entry_in_words(client: Client, session: AgentSession) -> None:
+    html = client.get(f"/s/{SID}/context/", {"targetId": "b2000003"}).content.decode()
+    target = re.search(r'<span class="context-target" title="entry b2000003">([^<]*)</span>', html)
+    assert target is not None and target.group(1) == "user: Add subcommands."
