@@ -70,17 +70,66 @@ function showQuote(form, text, start) {
   form.querySelector("[data-comment-quote-clear]").hidden = text === "";
 }
 
-// The button shows while a quotable selection exists (checked as the selection changes).
+// A "Comment" button floating at the selection, so the reader need not scroll to the form below the entry.
+function floatingButton() {
+  let button = document.getElementById("comment-at-selection");
+  if (!button) {
+    button = document.createElement("button");
+    button.type = "button";
+    button.id = "comment-at-selection";
+    button.className = "comment-at-selection";
+    button.dataset.commentSelection = "";
+    button.textContent = "💬 Comment";
+    button.title = "Comment on the selected text";
+    button.hidden = true;
+    document.body.append(button);
+  }
+  return button;
+}
+
+function placeFloating(found) {
+  const button = floatingButton();
+  if (!found || !newForm()) {
+    button.hidden = true;
+    return;
+  }
+  // Just above the end of the selection (below it when there is no room), inside the window.
+  const rects = found.range.getClientRects();
+  const last = rects[rects.length - 1] ?? found.range.getBoundingClientRect();
+  button.hidden = false;
+  const width = button.offsetWidth;
+  const height = button.offsetHeight;
+  const left = Math.min(Math.max(4, last.right - width / 2), window.innerWidth - width - 4);
+  const top = last.top - height - 6 >= 4 ? last.top - height - 6 : last.bottom + 6;
+  button.style.left = `${left + window.scrollX}px`;
+  button.style.top = `${top + window.scrollY}px`;
+}
+
+// The buttons show while a quotable selection exists (checked as the selection changes).
 let pending = 0;
 document.addEventListener("selectionchange", () => {
   window.cancelAnimationFrame(pending);
   pending = window.requestAnimationFrame(() => {
+    const found = quotableRange();
     const button = newForm()?.querySelector("[data-comment-selection]");
     if (button) {
-      button.hidden = quotableRange() === null;
+      button.hidden = found === null;
     }
+    placeFloating(found);
   });
 });
+
+// The selection moves with the reading pane when it scrolls: the floating button goes until the next one.
+document.addEventListener(
+  "scroll",
+  () => {
+    const button = document.getElementById("comment-at-selection");
+    if (button && !button.hidden) {
+      placeFloating(quotableRange());
+    }
+  },
+  true,
+);
 
 // Keep the selection when the button is pressed (a mousedown elsewhere would clear it first).
 document.addEventListener("mousedown", (event) => {
@@ -102,8 +151,12 @@ document.addEventListener("click", (event) => {
     }
     const text = found.text.slice(0, QUOTE_MAX);
     showQuote(form, text, quoteStart(found.range, text));
-    target.closest("[data-comment-selection]").hidden = true;
-    form.querySelector("textarea[name=body]")?.focus();
+    for (const button of document.querySelectorAll("[data-comment-selection]")) {
+      button.hidden = true;
+    }
+    const body = form.querySelector("textarea[name=body]");
+    body?.scrollIntoView({ block: "center" });
+    body?.focus({ preventScroll: true });
   } else if (target.closest("[data-comment-quote-clear]")) {
     showQuote(form, "", "");
   }
@@ -141,3 +194,85 @@ document.addEventListener("htmx:afterSwap", () => {
   badge.textContent = `💬 ${count}`;
   badge.title = `${count} comment${count === 1 ? "" : "s"}, ${open} open thread${open === 1 ? "" : "s"}`;
 });
+
+// -- quoted ranges highlighted in the entry's text ------------------------------------------------------------
+
+// The text nodes of the selected entry's quotable blocks, with their offsets in the entry's plain text (the
+// blocks one after the other, as quoteStart counts them).
+function textNodes(article) {
+  const nodes = [];
+  let offset = 0;
+  for (const block of article.querySelectorAll(QUOTABLE)) {
+    if (block.closest("#comments")) {
+      continue;
+    }
+    const walker = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      nodes.push({ node, start: offset });
+      offset += node.data.length;
+    }
+  }
+  return nodes;
+}
+
+// Where a quote is: at its recorded offset when the text there is the quote, else its first occurrence.
+function quoteOffset(nodes, quote, recorded) {
+  const text = nodes.map((item) => item.node.data).join("");
+  if (Number.isInteger(recorded) && text.slice(recorded, recorded + quote.length) === quote) {
+    return recorded;
+  }
+  const found = text.indexOf(quote);
+  return found >= 0 ? found : null;
+}
+
+function highlight(article, quote, recorded, thread) {
+  const nodes = textNodes(article);
+  const start = quoteOffset(nodes, quote, recorded);
+  if (start === null) {
+    return;
+  }
+  const end = start + quote.length;
+  for (const { node, start: at } of nodes) {
+    const from = Math.max(start, at);
+    const to = Math.min(end, at + node.data.length);
+    if (from >= to || !node.data.slice(from - at, to - at).trim()) {
+      continue;
+    }
+    const range = document.createRange();
+    range.setStart(node, from - at);
+    range.setEnd(node, to - at);
+    const mark = document.createElement("mark");
+    mark.className = "comment-highlight";
+    mark.dataset.thread = thread;
+    mark.title = "Commented: see the thread below";
+    range.surroundContents(mark);
+  }
+}
+
+function highlightQuotes() {
+  const article = entry();
+  if (!article) {
+    return;
+  }
+  for (const mark of article.querySelectorAll("mark.comment-highlight")) {
+    mark.replaceWith(...mark.childNodes);
+  }
+  article.normalize();
+  for (const quote of article.querySelectorAll("#comments blockquote.comment-quote[data-quote]")) {
+    const text = quote.dataset.quote;
+    const recorded = quote.dataset.quoteStart === "" ? null : Number(quote.dataset.quoteStart);
+    if (text) {
+      highlight(article, text, recorded, quote.dataset.thread);
+    }
+  }
+}
+
+// A highlight leads to its thread.
+document.addEventListener("click", (event) => {
+  const mark = event.target instanceof Element ? event.target.closest("mark.comment-highlight") : null;
+  const thread = mark ? document.getElementById(mark.dataset.thread) : null;
+  thread?.scrollIntoView({ block: "nearest" });
+});
+
+document.addEventListener("htmx:afterSettle", highlightQuotes);
+highlightQuotes();

@@ -224,3 +224,26 @@ def test_custom_instructions_are_offered_only_to_a_model(
     html = client.get(f"/s/{SID}/").content.decode()
     custom = re.search(r'<button type="button"\s+data-choice="custom"([^>]*)>', html)
     assert custom is not None and "disabled" not in custom.group(1)
+
+
+def test_the_context_tab_names_its_entry_in_words(client: Client, session: AgentSession) -> None:
+    html = client.get(f"/s/{SID}/context/", {"targetId": "b2000003"}).content.decode()
+    target = re.search(r'<span class="context-target" title="entry b2000003">([^<]*)</span>', html)
+    assert target is not None and target.group(1) == "user: Add subcommands."
+
+
+def test_branches_are_named_by_their_last_user_prompt(session: AgentSession) -> None:
+    leaves = {leaf.entry_id: leaf.text for leaf in review.session_leaves([session])[session.pk]}
+    assert leaves == {"b2000006": "Add subcommands.", "b2000008": "Add subcommands using click instead."}
+    assert review.branch_names(session.pk, ["b2000001", "a1000002", "nope"]) == {
+        "b2000001": "Write a CLI argument parser in Python.",
+        "a1000002": "[thinking: medium]",  # no user message above: the entry's own text
+    }
+
+
+def test_the_review_page_names_branches_in_words(client: Client, session: AgentSession) -> None:
+    html = client.get("/review/").content.decode()
+    assert re.search(
+        r'<a href="[^"]*leafId=b2000006" title="branch to entry b2000006">Add subcommands\.</a>', html
+    )
+    assert '<code class="muted">b2000006</code>' not in html

@@ -253,7 +253,7 @@ def test_long_contexts_are_paged_but_counted_whole(client: Client, tmp_path: Pat
     assert len(shown) == context_tab.CONTEXT_PAGE
     assert shown[-1][0] == "m0249"
     assert "150 earlier messages" in html
-    assert f'<span class="context-total-tokens">{llm.total_tokens}</span>' in html
+    assert f'<span class="context-total-tokens">{llm.total_tokens:,}</span>' in html
 
     earlier = client.get(context_url(session, "?end=150"), headers=HTMX).content.decode()
     assert [entry_id for entry_id, _ in cards(earlier)] == [f"m{i:04d}" for i in range(50, 150)]

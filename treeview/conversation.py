@@ -95,6 +95,14 @@ def branch_name(tree: ExplorerTree, leaf_id: str) -> str:
     return shorten(text, NAME_CHARS)
 
 
+def entry_text(tree: ExplorerTree, entry_id: str | None) -> str:
+    """An entry in words for a heading: its row text, shortened ("" for an unknown entry)."""
+    node = tree.flat.by_id.get(entry_id) if entry_id is not None else None
+    if node is None or not isinstance(node.node, DbNode):
+        return ""
+    return shorten(node.node.facts.text, NAME_CHARS)
+
+
 def _prompt_text(text: str) -> str:
     for prefix in ("user: ", "developer: "):
         if text.startswith(prefix):

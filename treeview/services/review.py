@@ -21,13 +21,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, router, transaction
 from django.db.models import Count, Exists, OuterRef, QuerySet
 
 from treeview.lru import LruCache
 from treeview.models import AgentSession, Entry, ReviewStatus
 from treeview.services import append
-from treeview.session.branches import CONVERSATIONAL_TYPES, branch_anchor, is_conversational
+from treeview.session.branches import CONVERSATIONAL_TYPES, branch_anchor, is_conversational, shorten
 
 __all__ = [
     "LABELS",
@@ -36,6 +36,7 @@ __all__ = [
     "ReviewResult",
     "ReviewSummary",
     "branch_leaf",
+    "branch_names",
     "filter_sessions",
     "is_review_label",
     "page_review",
@@ -328,6 +329,14 @@ def _query_leaves(pks: list[int]) -> dict[int, list[Leaf]]:
             candidates[(pk, entry_id)] = Leaf(pk, entry_id, text[:LEAF_TEXT_CHARS], seq)
     for pk, anchor in _continued_below_labels(pks):
         candidates.pop((pk, anchor), None)
+    by_session: dict[int, list[str]] = defaultdict(list)
+    for pk, entry_id in candidates:
+        by_session[pk].append(entry_id)
+    for pk, entry_ids in by_session.items():
+        # Named by words: the branch's last user prompt.
+        for entry_id, name in branch_names(pk, entry_ids).items():
+            leaf = candidates[(pk, entry_id)]
+            candidates[(pk, entry_id)] = Leaf(pk, entry_id, name or leaf.text, leaf.seq)
     leaves: dict[int, list[Leaf]] = {pk: [] for pk in pks}
     for leaf in candidates.values():
         leaves[leaf.session_pk].append(leaf)
@@ -370,6 +379,49 @@ def _walk_labels(label_id: str, label_parents: Mapping[str, str | None]) -> str 
         seen.add(current)
         current = label_parents[current]
     return current
+
+
+#: Characters of a branch's name (its last user prompt).
+NAME_CHARS = 80
+#: How far up a branch the walk looks for its last user prompt (then the leaf's own text names it).
+NAME_DEPTH = 2_000
+#: Leaves looked up per query.
+NAME_BATCH = 200
+
+
+def branch_names(session_pk: int, leaf_ids: Iterable[str]) -> dict[str, str]:
+    """Leaf id → the branch's name in words: its last user prompt, shortened (the leaf's own text when no user
+    message is above it within ``NAME_DEPTH`` entries). One recursive query per ``NAME_BATCH`` leaves, up the
+    parent links through the (session, entry id) index; no tree is built."""
+    ids = list(dict.fromkeys(leaf_ids))
+    table = Entry._meta.db_table
+    names: dict[str, str] = {}
+    connection = connections[router.db_for_read(Entry)]
+    for start in range(0, len(ids), NAME_BATCH):
+        batch = ids[start : start + NAME_BATCH]
+        marks = ", ".join(["%s"] * len(batch))
+        sql = f"""
+            WITH RECURSIVE up(leaf, entry_id, parent_id, role, text, depth) AS (
+                SELECT entry_id, entry_id, parent_id, role, text, 0 FROM {table}
+                WHERE session_id = %s AND entry_id IN ({marks}) AND type != 'session'
+                UNION ALL
+                SELECT up.leaf, e.entry_id, e.parent_id, e.role, e.text, up.depth + 1
+                FROM {table} e JOIN up ON e.session_id = %s AND e.entry_id = up.parent_id
+                WHERE up.role != 'user' AND up.depth < %s AND e.type != 'session'
+            )
+            SELECT leaf, role, text, depth FROM up WHERE role = 'user' OR depth = 0
+        """
+        found: dict[str, tuple[int, str]] = {}
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [session_pk, *batch, session_pk, NAME_DEPTH])
+            for leaf, role, text, depth in cursor.fetchall():
+                # The nearest user message wins; the leaf's own row (depth 0) is the fallback.
+                rank = depth if role == "user" else NAME_DEPTH + 1
+                if leaf not in found or rank < found[leaf][0]:
+                    found[leaf] = (rank, text or "")
+        for leaf, (_, text) in found.items():
+            names[leaf] = shorten(text.removeprefix("user: "), NAME_CHARS)
+    return names
 
 
 def filter_sessions(sessions: QuerySet[AgentSession], status: str) -> QuerySet[AgentSession]:

@@ -416,6 +416,8 @@ def _context_tab_context(state: PageState, tree: explorer.ExplorerTree) -> dict[
     return {
         "llm_page_url": state.url(),
         "llm": llm,
+        # The entry in words (its row text, shortened): its id goes in the tooltip.
+        "llm_target_text": conversation.entry_text(tree, llm.target_id),
         "llm_cards": cards,
         "llm_start": start,
         "llm_stop": stop,

@@ -261,12 +261,11 @@ def _needs_changes(user: Any, team: Team | None, page: int) -> tuple[list[Sessio
         .with_first_prompt()
         .only("pk", "session_id", "title", "cwd", "last_timestamp")
     }
-    texts = {
-        (pk, entry_id): text
-        for pk, entry_id, text in Entry.objects.filter(
-            session__in=list(by_pk), entry_id__in={r.leaf_id for r in rows}
-        ).values_list("session_id", "entry_id", "text")
-    }
+    # Branches named by words: their last user prompt.
+    texts: dict[tuple[int, str], str] = {}
+    for pk in by_pk:
+        leaf_ids = [r.leaf_id for r in rows if r.session_id == pk]
+        texts.update({(pk, leaf): name for leaf, name in review_service.branch_names(pk, leaf_ids).items()})
     shared = shared_ids((s.session_id for s in by_pk.values()), user)
     groups: list[SessionBranches] = []
     for row in rows:
