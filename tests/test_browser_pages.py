@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser import BENIGN_CONSOLE_ERRORS, BROWSER_MARKS, REPO, TIMEOUT_MS, live_server
+from tests.browser import BENIGN_CONSOLE_ERRORS, BROWSER_MARKS, REPO, TIMEOUT_MS, live_server, sign_in
 from tests.screens import CONTRAST_CHECK, CSP_LISTENER, SETUP, SHOWCASE_ID
 
 pytestmark = BROWSER_MARKS
@@ -167,3 +167,57 @@ def test_no_page_logs_an_error_or_a_csp_violation(
     not_found = problems.pop("/s/no-such-session/", [])
     assert [p for p in not_found if not p.startswith(BENIGN_CONSOLE_ERRORS)] == []
     assert problems == {}
+
+
+# -- the account pages, on a multi-user server ------------------------------------------------------------
+
+ACCOUNTS_SETUP = (
+    "from django.contrib.auth.models import User; "
+    "User.objects.create_superuser('ada', 'ada@example.com', 'pw-ada-1')"
+)
+
+
+@pytest.fixture(scope="module")
+def team_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("browser-accounts")
+    sessions = root / "sessions"
+    shutil.copytree(REPO / "samples", sessions / "samples")
+    with live_server(root, sessions, setup=ACCOUNTS_SETUP, ARBOR_SINGLE_USER="0") as url:
+        yield url
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_account_pages_fit_a_phone_read_well_and_log_nothing(
+    browser: Browser, team_server: str, scheme: str
+) -> None:
+    context = browser.new_context(viewport=PHONE, color_scheme=scheme)
+    context.set_default_timeout(TIMEOUT_MS)
+    context.add_init_script(CSP_LISTENER)
+    tab = context.new_page()
+    problems: list[str] = []
+    tab.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+
+    def check(path: str) -> None:
+        tab.wait_for_load_state("networkidle")
+        width = tab.evaluate("document.documentElement.scrollWidth")
+        if width > PHONE["width"]:
+            problems.append(f"{path}: {width} px wide")
+        problems.extend(f"{path}: {low}" for low in tab.evaluate(CONTRAST_CHECK))
+        problems.extend(f"{path}: CSP {v}" for v in tab.evaluate("window.__cspViolations"))
+
+    tab.goto(team_server + "/accounts/login/")
+    check("/accounts/login/")
+    sign_in(tab, team_server, "ada", "pw-ada-1")
+    for path in (
+        "/",
+        "/accounts/password/",
+        "/accounts/invites/",
+        "/teams/",
+        "/accounts/tokens/",
+        "/review/",
+    ):
+        tab.goto(team_server + path)
+        check(path)
+    context.close()
+
+    assert problems == []

@@ -540,3 +540,18 @@ def test_copies_of_one_session_id_are_told_apart_by_file(client, tmp_path):
     assert '<span class="copy-note"' in html
     assert f">{tmp_path.name}/backup.jsonl</span>" in html
     assert f'href="/s/{first.session_id}/?copy={second.pk}"' in html
+
+
+def test_an_action_on_the_list_keeps_its_filters_and_order(client, tmp_path):
+    session = import_fixture(tmp_path, "v3_branching_labels.jsonl")
+    make_sessions(2, cwd="/elsewhere")
+
+    listed = client.get("/", {"sort": "cost", "agent": "omp"}).content.decode()
+    response = client.post(
+        f"/s/{session.session_id}/persist-position/", {"page": "1", "sort": "cost", "agent": "omp"}
+    )
+
+    assert '<input type="hidden" name="sort" value="cost">' in listed
+    html = response.content.decode()
+    assert response.status_code == 200 and "Position persisted" in html
+    assert '<tr class="project-row">' not in html  # still ordered by cost, not grouped
