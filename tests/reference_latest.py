@@ -304,13 +304,16 @@ def _aligned(kind: str, ours: list[str], theirs: list[str], hints: list[str] | N
         yield (f"{kind} extra", False, f"{extra} messages of ours not in theirs")
 
 
-def check_selector(manager: SessionManager, ref: dict[str, Any], ids: Ids, agent: str) -> Iterator[Item]:
+def check_selector(
+    manager: SessionManager, ref: dict[str, Any], ids: Ids, agent: str, data: bytes = b""
+) -> Iterator[Item]:
     selector = ref.get("tree_selector")
     if not selector:
         return
     if _recovered(manager):
         # The selector over the file as the agent reads it (a glued line: omp keeps its first object).
-        manager = SessionManager.from_text(_as_agent_reads(manager), agent=manager.agent)
+        manager = SessionManager.from_bytes(_as_agent_reads(data, agent), agent=manager.agent)
+        ids = Ids(manager, ref)
     flat = sel.flatten_tree(manager.get_tree(), manager.leaf_id)
     for mode, expected in selector["modes"].items():
         rows = sel.visible_rows(flat, mode, "", agent=agent)
@@ -329,22 +332,23 @@ def check_selector(manager: SessionManager, ref: dict[str, Any], ids: Ids, agent
         )
 
 
-def _as_agent_reads(manager: SessionManager) -> str:
+def _as_agent_reads(data: bytes, agent: str) -> bytes:
+    """The file as the agent reads it: of a line of several glued objects, omp keeps the first, pi none."""
     decoder = json.JSONDecoder()
-    lines = manager.serialize().split("\n")
     kept = []
-    for line in lines:
+    for line in data.split(b"\n"):
+        text = line.decode("utf-8", "surrogateescape")
         try:
-            _, end = decoder.raw_decode(line)
+            _, end = decoder.raw_decode(text)
         except ValueError:
             kept.append(line)
             continue
-        if line[end:].strip():
-            if manager.agent == "pi":
+        if text[end:].strip():
+            if agent == "pi":
                 continue
-            line = line[:end]
+            line = text[:end].encode("utf-8", "surrogateescape")
         kept.append(line)
-    return "\n".join(kept)
+    return b"\n".join(kept)
 
 
 def check_navigation(manager: SessionManager, ref: dict[str, Any], ids: Ids) -> Iterator[Item]:
@@ -420,6 +424,8 @@ def compare(case: LatestCase, kind: str) -> list[Item]:
             if kind in NEEDS_AGENT
             else (manager, case.reference, ids)
         )
+        if kind == "selector":
+            args = (*args, fixture_bytes(case.stem))
         return list(check(*args))
     except Exception as error:  # noqa: BLE001 - the report counts a crash as a disagreement
         return [(f"{kind} raised", False, f"{type(error).__name__}: {error}")]
