@@ -70,3 +70,21 @@ def test_label_timestamps_follow_the_latest_label_entry() -> None:
     assert manager.label_timestamp("e0") is None
     label_id = manager.append_label_change("e0", "c")
     assert manager.label_timestamp("e0") == manager.by_id[label_id]["timestamp"]
+
+
+def test_pi_totals_include_usage_entries_compactions_summaries_and_tool_results() -> None:
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "latest" / "pi16w_features_200.jsonl"
+    pi = SessionManager.open(path)
+    assert pi.agent == "pi"
+    expected = 0.0
+    for entry in pi.entries:
+        message = entry.get("message") if entry["type"] == "message" else None
+        usage = entry.get("usage") if message is None else message.get("usage")
+        if isinstance(usage, dict):
+            expected += usage["cost"]["total"]
+    assert expected > 0
+    assert pi.usage_statistics().cost == pytest.approx(expected)
+    as_omp = SessionManager.open(path, agent="omp").usage_statistics()
+    assert as_omp.cost < pi.usage_statistics().cost  # omp does not count pi's extra usage records

@@ -74,7 +74,7 @@ class TreeNode:
 
 @dataclass(slots=True)
 class UsageStatistics:
-    """Token and cost totals of the assistant messages (and ``task`` tool results), as omp counts them."""
+    """Token and cost totals (see :meth:`SessionManager.usage_statistics`)."""
 
     input: float = 0
     output: float = 0
@@ -454,17 +454,34 @@ class SessionManager:
         return self.label_times.get(entry_id)
 
     def usage_statistics(self) -> UsageStatistics:
+        """Token and cost totals over the whole file, as the agent's ``/session`` adds them up.
+
+        Both count every assistant message. oh-my-pi adds a ``task`` tool result's subagent usage and its
+        ``model_usage`` side calls; pi adds its ``usage`` entries and the usage recorded on compactions,
+        branch summaries and tool results.
+        """
         stats = UsageStatistics()
+        pi = self.agent == "pi"
         for entry in self.entries:
-            message = entry.get("message") if entry.get("type") == "message" else None
+            kind = entry.get("type")
+            if kind != "message":
+                if (pi and kind in ("usage", "compaction", "branch_summary")) or (
+                    not pi and kind == "model_usage"
+                ):
+                    stats.add(entry.get("usage"))
+                continue
+            message = entry.get("message")
             if not isinstance(message, dict):
                 continue
             if message.get("role") == "assistant":
                 stats.add(message.get("usage"))
-            elif message.get("role") == "toolResult" and message.get("toolName") == "task":
-                details = message.get("details")
-                if isinstance(details, dict):
-                    stats.add(details.get("usage"))
+            elif message.get("role") == "toolResult":
+                if pi:
+                    stats.add(message.get("usage"))
+                elif message.get("toolName") == "task":
+                    details = message.get("details")
+                    if isinstance(details, dict):
+                        stats.add(details.get("usage"))
         return stats
 
     # ------------------------------------------------------------------------------------------------------
