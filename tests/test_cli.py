@@ -127,7 +127,8 @@ def test_branch_writes_the_path_to_the_parent(tmp_path: Path, capsys: pytest.Cap
     source = DATA / "handmade" / "v3_branching_labels.jsonl"
     out = tmp_path / "branched.jsonl"
     result = run_json(capsys, "branch", str(source), "--entry", "b2000007", "-o", str(out))
-    lines = out.read_text().splitlines()
+    slot, *lines = out.read_text().splitlines()
+    assert json.loads(slot)["type"] == "title"  # oh-my-pi 18's /branch file starts with a title slot
     assert result["entries"] == len(lines) - 1
     header = json.loads(lines[0])
     assert header["parentSession"] == str(source.resolve())
