@@ -19,7 +19,6 @@ import orjson
 from treeview.explorer import ExplorerTree, path_ids
 from treeview.models import AgentSession
 from treeview.session import js
-from treeview.session.agents import detect_agent
 from treeview.session.branch_summary import estimate_tokens
 from treeview.session.context import SessionContext, context_for_path, entry_to_message
 from treeview.session.context_latest import omp_context_for_path, pi_context_for_path
@@ -287,33 +286,8 @@ def _tokens(message: dict[str, Any]) -> int:
 
 
 def session_rules(session: AgentSession) -> str:
-    """Whose rules the session is read by: the agent that wrote it, detected from its header, title slot and
-    entries as the core detects it for a file (``detect_agent``), reading only the bookkeeping rows."""
-    try:
-        header = orjson.loads(session.header_raw)
-    except orjson.JSONDecodeError:
-        header = {}
-    if not isinstance(header, dict):
-        header = {}
-    rows = (
-        session.entries.filter(in_file=True)
-        .exclude(type="message")
-        .order_by("seq")
-        .values_list("raw", flat=True)
-        .iterator()
-    )
-    hook = session.entries.filter(type="message", raw__contains='"hookMessage"').values_list("raw", flat=True)
-
-    def entries() -> Iterator[dict[str, Any]]:
-        for raw in [*hook[:1], *rows]:
-            try:
-                value = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(value, dict):
-                yield value
-
-    return detect_agent(header, entries(), title_slot=bool(session.title_slot_raw)).agent
+    """Whose rules the session is read by: the agent that wrote it, detected as the core does for a file."""
+    return session.rules.agent
 
 
 def llm_context(session: AgentSession, tree: ExplorerTree, target_id: str | None) -> LlmContext:
