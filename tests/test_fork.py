@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from django.test import Client, override_settings
 
-from tests.reference import DATA, IdMap, import_fixture, load_reference
-from tests.test_navigation import CASES, _check_branched_file, _positions, _recovered_for_branching
+from tests.reference import DATA, import_fixture
+from tests.test_navigation import CASES
 from treeview import explorer
 from treeview.extensions import ExtensionRegistry, current_context, hook_runner
 from treeview.models import AgentSession, ImportIssue
@@ -67,6 +67,19 @@ def copy_into(folder: Path, name: str, source_folder: str = "handmade") -> Path:
     return path
 
 
+def header_of(text: str) -> dict[str, Any]:
+    """The header of a written session: its first line, or its second after oh-my-pi's title slot."""
+    first, *rest = text.splitlines()
+    value: dict[str, Any] = json.loads(first)
+    return json.loads(rest[0]) if value.get("type") == "title" else value
+
+
+def entry_lines(text: str) -> list[str]:
+    """The entry lines of a written session (after the title slot, if any, and the header)."""
+    lines = text.splitlines()
+    return lines[2:] if json.loads(lines[0]).get("type") == "title" else lines[1:]
+
+
 def imported(path: Path) -> AgentSession:
     result = sync_file(path)
     assert result.session is not None, result.error
@@ -75,11 +88,18 @@ def imported(path: Path) -> AgentSession:
 
 def masked(text: str) -> list[str]:
     """The lines with what every /branch makes fresh masked: the header's id and timestamp, and the ids and
-    timestamps of the label entries it re-creates (their chain of parentIds too)."""
+    timestamps of the label entries it re-creates (their chain of parentIds too), and the time of the title
+    slot oh-my-pi 18 starts the file with."""
     header, *lines = text.splitlines()
+    result = []
+    if json.loads(header).get("type") == "title":
+        slot = json.loads(header)
+        slot.update(updatedAt="<ts>")
+        result.append(dumps(slot))
+        header, *lines = lines
     head = json.loads(header)
     head.update(id="<id>", timestamp="<ts>")
-    result = [dumps(head)]
+    result.append(dumps(head))
     fresh: dict[str, str] = {}
     for line in lines:
         entry = json.loads(line)
@@ -137,7 +157,7 @@ def test_fork_writes_exactly_what_the_cores_branch_writes(case: Any, tmp_path: P
             # The core wrote its file at once (§10.10); ours is the same bytes but the fresh parts.
             written = Path(str(core.session_file)).read_text(encoding="utf-8")
             assert masked(written) == masked(ours)
-        assert json.loads(ours.splitlines()[0])["parentSession"] == str(source)
+        assert header_of(ours)["parentSession"] == str(source)
         assert result.editor_text == texts[entry_id]
     assert source.read_bytes() == before
 
@@ -153,22 +173,37 @@ def core_probe(source: Path) -> SessionManager:
 def test_fork_next_to_the_agents_file_is_the_file_the_original_wrote(
     case: Any, tmp_path: Path, settings: Any
 ) -> None:
-    ref = case.reference["branched"]
+    # The newest agent's /branch file (oh-my-pi 18: a title slot first; pi 1.6: re-linked past labels).
+    from tests.reference_latest import Ids, LatestCase, _normalized_branch, agent_view
+
     settings.ARBOR_WRITE_BACK = True
     settings.ARBOR_SESSION_DIRS = [tmp_path / "agent"]
     source = copy_into(tmp_path / "agent" / "-proj", case.path.name, case.path.parent.name)
     before = source.read_bytes()
     session = imported(source)
     manager = load_manager(session)
-    ids = IdMap(manager, load_reference(case.path.name))
+    answer = LatestCase(case.path.stem, {"omp": "omp18", "pi": "pi16"}[manager.agent]).reference
+    ref = answer["branched"]
+    ids = Ids(manager, answer)
 
     result = fork_session(session, ids(ref["entryId"]))
 
     assert result.new_session is not None and result.editor_text == ref["selectedText"]
     written = Path(result.new_session.source_path)
     assert source.read_bytes() == before
-    assert len(list(source.parent.iterdir())) == ref["files_in_session_dir"]
-    _check_branched_file(written, source, ref, _positions(manager), _recovered_for_branching(manager))
+    text = written.read_text(encoding="utf-8")
+    assert list(header_of(text)) == ref["header_keys"]
+    if any(manager.entry_line(i) is None for i in range(len(manager.entries))) or len(
+        agent_view(manager)
+    ) != len(manager.entries):
+        return  # glued lines: Arbor recovers entries the agent never saw (compared in test_navigation)
+    positions = {manager.entries[i]["id"]: n for n, i in enumerate(agent_view(manager))}
+    ours = _normalized_branch(text, positions)
+    if manager.agent == "omp":
+        ours = ours.replace(
+            f'"cwd":{json.dumps(manager.cwd)}', f'"cwd":{json.dumps(header_of(ref["text"])["cwd"])}'
+        )
+    assert ours.replace(json.dumps(str(source)), '"<parent-session-file>"') == ref["normalized_text"]
 
 
 def test_labels_on_the_path_are_re_created_and_the_others_are_not(tmp_path: Path) -> None:
@@ -182,7 +217,7 @@ def test_labels_on_the_path_are_re_created_and_the_others_are_not(tmp_path: Path
 
     assert result.new_session is not None
     text = Path(result.new_session.source_path).read_text(encoding="utf-8")
-    lines = [json.loads(line) for line in text.splitlines()[1:]]
+    lines = [json.loads(line) for line in entry_lines(text)]
     path_ids = [entry["id"] for entry in lines if entry["type"] != "label"]
     assert path_ids == ["a1000001", "a1000002", "b2000001", "b2000002", "d4000001"]
     carried = {target: label for target, label in labels.items() if target in path_ids}
@@ -254,7 +289,7 @@ def test_the_new_file_goes_next_to_the_agents_file_only_with_write_back(
     assert result.new_session is not None
     written = Path(result.new_session.source_path)
     assert written.parent.resolve() == expected.resolve()
-    header = json.loads(written.read_text().splitlines()[0])
+    header = header_of(written.read_text())
     assert written.name == f"{header['timestamp'].replace(':', '-').replace('.', '-')}_{header['id']}.jsonl"
 
 

@@ -70,3 +70,35 @@ def test_label_timestamps_follow_the_latest_label_entry() -> None:
     assert manager.label_timestamp("e0") is None
     label_id = manager.append_label_change("e0", "c")
     assert manager.label_timestamp("e0") == manager.by_id[label_id]["timestamp"]
+
+
+def test_pi_totals_include_usage_entries_compactions_summaries_and_tool_results() -> None:
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "latest" / "pi16w_features_200.jsonl"
+    pi = SessionManager.open(path)
+    assert pi.agent == "pi"
+    expected = 0.0
+    for entry in pi.entries:
+        message = entry.get("message") if entry["type"] == "message" else None
+        usage = entry.get("usage") if message is None else message.get("usage")
+        if isinstance(usage, dict):
+            expected += usage["cost"]["total"]
+    assert expected > 0
+    assert pi.usage_statistics().cost == pytest.approx(expected)
+    as_omp = SessionManager.open(path, agent="omp").usage_statistics()
+    assert as_omp.cost < pi.usage_statistics().cost  # omp does not count pi's extra usage records
+
+
+def test_pi_branch_relinks_past_dropped_labels_and_keeps_label_times() -> None:
+    label = {"type": "label", "targetId": "e0", "label": "start"}
+    answer = {"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": "a"}]}}
+    pi = _session("pi", USER, label, answer)
+    pi.create_branched_session("e2")
+    assert [(e["id"], e["parentId"]) for e in pi.entries[:2]] == [("e0", None), ("e2", "e0")]
+    assert pi.entries[2]["type"] == "label" and pi.entries[2]["timestamp"] == "2026-05-01T10:00:01.000Z"
+    assert pi.title_slot is None
+    omp = _session("omp", USER, label, answer)
+    omp.create_branched_session("e2")
+    assert omp.entries[1]["parentId"] == "e1"  # oh-my-pi keeps the link to the dropped label
+    assert omp.title_slot is not None and omp.serialize().startswith('{"type":"title"')

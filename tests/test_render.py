@@ -44,7 +44,11 @@ from treeview.session.session_manager import SessionManager
 
 DATA = Path(__file__).parent / "data"
 # The session files (tests/data/redaction/ holds entry corpora for the redaction tests, not sessions).
-FIXTURES = sorted(DATA.glob("handmade/*.jsonl")) + sorted(DATA.glob("real/*.jsonl"))
+FIXTURES = (
+    sorted(DATA.glob("handmade/*.jsonl"))
+    + sorted(DATA.glob("real/*.jsonl"))
+    + sorted(DATA.glob("latest/*.jsonl"))
+)
 
 PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 SVG = base64.b64encode(
@@ -730,6 +734,20 @@ def test_every_fixture_entry_renders(path: Path) -> None:
         assert view.id == source.get("id", "")
         assert not any(isinstance(b, NoticeBlock) and b.level == "error" for b in view.blocks), source
     audit(page(views))
+
+
+def test_newest_agents_entries_are_shown_not_dropped() -> None:
+    # pi 1.6's usage and context edits, omp 18's remote compaction and discarded-branch marker.
+    pi = render_entries(SessionManager.open(DATA / "latest" / "pi16w_features_200.jsonl").entries)
+    usage = next(view for view in pi if view.summary.startswith("usage:"))
+    assert usage.kind == "state" and usage.usage is not None
+    edits = [view for view in pi if view.summary.startswith("context edit:")]
+    assert edits and all(view.target_id for view in edits)
+    omp = SessionManager.open(DATA / "latest" / "omp18w_features_200.jsonl").entries
+    views = render_entries(omp)
+    notices = [b.text for v in views for b in v.blocks if isinstance(b, NoticeBlock)]
+    assert any("Remote compaction" in text for text in notices)
+    assert any("discarded branch" in text for text in notices)
 
 
 def test_real_fixture_covers_the_main_kinds() -> None:

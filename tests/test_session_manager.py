@@ -275,7 +275,10 @@ def test_create_branched_session_recreates_labels_and_writes_at_once(tmp_path: P
     new_file = manager.create_branched_session("e5000001")
     assert new_file is not None and Path(new_file).parent == tmp_path
     lines = Path(new_file).read_text().splitlines()
-    header = json.loads(lines[0])
+    # oh-my-pi 18 starts the file with a 256-byte title slot (the title of the new session, empty here).
+    slot, header = json.loads(lines[0]), json.loads(lines[1])
+    assert slot["type"] == "title" and slot["updatedAt"] == header["timestamp"]
+    assert len(lines[0].encode()) + 1 == 256
     assert list(header) == ["type", "version", "id", "timestamp", "cwd", "parentSession"]
     assert header["parentSession"] == str(copy)
     last = json.loads(lines[-1])

@@ -859,3 +859,21 @@ def test_the_page_tells_the_tree_where_its_rows_are(client: Client, generated: A
     assert unescape(match.group(1)) == f"{rows_url(generated)}?filter=all"
     assert 'data-selected-index="3000"' in match.group(0)
     assert f'data-shown="{len(expected)}"' in match.group(0)
+
+
+@pytest.mark.parametrize(
+    ("folder", "name", "label"),
+    [
+        ("latest", "pi16w_small_50.jsonl", "pi 1.6 rules (model_change shape)"),
+        ("latest", "omp18w_small_50.jsonl", "oh-my-pi 18 rules (title slot)"),
+        ("handmade", "v3_custom_mode_ttsr.jsonl", "oh-my-pi 18 rules (header key title)"),
+    ],
+)
+def test_header_names_the_rules_the_session_is_read_by(client: Client, tmp_path: Path, folder, name, label):
+    from treeview.session.session_manager import SessionManager
+
+    session = import_fixture(tmp_path, name, folder)
+    html = client.get(page(session)).content.decode()
+    assert f'<small class="agent-rules">· {label}</small>' in html
+    core = SessionManager.open(tmp_path / name).agent_decision
+    assert (session.rules.agent, session.rules.reason) == (core.agent, core.reason)

@@ -286,8 +286,8 @@ def _tokens(message: dict[str, Any]) -> int:
 
 
 def session_rules(session: AgentSession) -> str:
-    """Whose rules the session is read by: the agent recorded for it (oh-my-pi or pi, their newest rules)."""
-    return "pi" if session.agent == AgentSession.Agent.PI else "omp"
+    """Whose rules the session is read by: the agent that wrote it, detected as the core does for a file."""
+    return session.rules.agent
 
 
 def llm_context(session: AgentSession, tree: ExplorerTree, target_id: str | None) -> LlmContext:

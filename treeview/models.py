@@ -7,12 +7,17 @@ table (``Entry.save`` and ``EntryQuerySet.update`` refuse). Labels are label ent
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import date
+from functools import cached_property
 from typing import Any
 
+import orjson
 from django.conf import settings
 from django.db import models
 from django.db.models import Max, Q
+
+from treeview.session.agents import AgentDecision, detect_agent
 
 __all__ = [
     "AgentSession",
@@ -212,6 +217,40 @@ class AgentSession(models.Model):
 
     def __str__(self) -> str:
         return self.title or self.session_id
+
+    @cached_property
+    def rules(self) -> AgentDecision:
+        """Whose rules the session is read by (oh-my-pi 18 or pi 1.6), detected from its header, title slot
+        and bookkeeping rows exactly as the core detects it for a file."""
+        try:
+            header = orjson.loads(self.header_raw)
+        except orjson.JSONDecodeError:
+            header = {}
+        # Only rows that can decide, in file order: every non-message row and pi's old hookMessage messages.
+        rows = (
+            self.entries.filter(in_file=True)
+            .filter(~Q(type="message") | Q(raw__contains='"hookMessage"'))
+            .order_by("seq")
+            .values_list("raw", flat=True)
+        )
+
+        def entries() -> Iterator[dict[str, Any]]:
+            for raw in rows.iterator():
+                try:
+                    value = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(value, dict):
+                    yield value
+
+        head = header if isinstance(header, dict) else {}
+        return detect_agent(head, entries(), title_slot=bool(self.title_slot_raw))
+
+    @property
+    def rules_label(self) -> str:
+        """The rules as the session page names them: "oh-my-pi 18 rules (title slot)"."""
+        name = "pi 1.6" if self.rules.agent == "pi" else "oh-my-pi 18"
+        return f"{name} rules ({self.rules.reason})"
 
     @property
     def display_title(self) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from treeview.render.blocks import Field, NoticeBlock, json_block, markdown_block, plain_block
 from treeview.render.entry_view import KINDS, MARKER_KINDS, EntryView, UsageView, new_view, usage_view
-from treeview.render.messages import custom_message_view, message_view, summary_card
+from treeview.render.messages import content_blocks, custom_message_view, message_view, summary_card
 from treeview.render.text import as_text, one_line, opt_text
 from treeview.render.tools import ToolCallMap, build_tool_call_map
 
@@ -161,6 +161,23 @@ def _state(entry: Mapping[str, Any]) -> EntryView:
         view.error = opt_text(entry.get("errorMessage"))
         purpose = one_line(as_text(entry.get("purpose")))
         view.summary = f"side call: {purpose} ({view.model or '?'})"
+    elif kind == "usage":
+        # pi 1.6: tokens spent outside the conversation (a title, a summary); counted in the session totals.
+        view.model = opt_text(entry.get("model"))
+        view.provider = opt_text(entry.get("provider"))
+        view.usage = usage_view(entry.get("usage"))
+        note = one_line(as_text(entry.get("note") or entry.get("kind")))
+        view.summary = f"usage: {note} ({view.model or '?'})"
+    elif kind == "context_edit":
+        # pi 1.6: what the model sees of the target from now on (its content replaced, or left out).
+        view.target_id = as_text(entry.get("targetId"))
+        replacement = entry.get("replacement")
+        if replacement is None:
+            view.summary = f"context edit: {view.target_id} left out of the context"
+        else:
+            view.summary = f"context edit: {view.target_id} replaced in the context"
+            content = replacement.get("content") if isinstance(replacement, dict) else None
+            view.blocks.extend(content_blocks(content))
     return view
 
 
@@ -175,6 +192,8 @@ _STATE_TYPES = frozenset(
         "reset_boundary",
         "archive",
         "model_usage",
+        "usage",
+        "context_edit",
     }
 )
 

@@ -275,13 +275,22 @@ def summary_card(entry: Mapping[str, Any], source: Mapping[str, Any], kind: str)
     """A compaction or branch summary: the summary as Markdown plus what it was built from."""
     view = new_view(entry, kind, "Compaction" if kind == "compaction" else "Branch summary")
     summary = as_text(source.get("summary"))
+    details = source.get("details")
+    if kind == "compaction" and source.get("method") == "remote":
+        # The provider keeps the real summary (replacement history): the text here is a stand-in.
+        view.blocks.append(
+            NoticeBlock("Remote compaction: the provider holds the summary; this text is a placeholder.")
+        )
     if summary.strip():
         view.blocks.append(markdown_block(summary, 0))
+    elif isinstance(details, dict) and details.get("kind") == "discarded-entry-branch":
+        view.blocks.append(
+            NoticeBlock("Marks a discarded branch (not a summary; nothing is sent to the model).")
+        )
     else:
         view.blocks.append(NoticeBlock("Empty summary (a marker, not sent to the model)."))
     short = opt_text(source.get("shortSummary"))
     view.summary = one_line(short or summary)
-    details = source.get("details")
     view.file_lists = _file_lists(details)
     for key, label in (
         ("shortSummary", "recap"),

@@ -56,10 +56,9 @@ def export_text(session: AgentSession) -> str:
 def load_manager(session: AgentSession) -> SessionManager:
     """The session as the core's ``SessionManager`` (same ids as in the database), leaf as stored."""
     data = export_text(session).encode("utf-8", errors="surrogatepass")
-    # The rules of the agent recorded for the session (pi refuses a title slot: such a file is read as omp's).
-    agent = "pi" if session.agent == AgentSession.Agent.PI and not session.title_slot_raw else "omp"
+    # Read by the rules of the agent that wrote it, detected from the content (as the core does for a file).
     manager = SessionManager.from_bytes(
-        data, path=session.source_path or None, make_id=stable_id_maker(session.session_id), agent=agent
+        data, path=session.source_path or None, make_id=stable_id_maker(session.session_id)
     )
     if session.leaf_id is None:
         manager.reset_leaf()

@@ -36,7 +36,7 @@ _OMP_TYPES: Final = frozenset(
 )
 _PI_TYPES: Final = frozenset({"usage", "context_edit"})
 # Header keys only oh-my-pi writes.
-_OMP_HEADER_KEYS: Final = frozenset({"title", "titleSource"})
+_OMP_HEADER_KEYS: Final = ("title", "titleSource")
 
 
 class AgentDecision:

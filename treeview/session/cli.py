@@ -121,7 +121,14 @@ def _with_leaf(manager: SessionManager, leaf: str | None) -> None:
 
 
 def select(manager: SessionManager, mode: str, query: str) -> tuple[dict[str, Any], TreeSelector]:
-    selector = TreeSelector(manager.get_tree(), manager.leaf_id, mode, query, home=os.path.expanduser("~"))  # type: ignore[arg-type]
+    selector = TreeSelector(
+        manager.get_tree(),
+        manager.leaf_id,
+        mode,  # type: ignore[arg-type]
+        query,
+        home=os.path.expanduser("~"),
+        agent=manager.agent,
+    )
     result = {
         "filter": selector.mode,
         "search": query,

@@ -31,6 +31,7 @@ from typing import Any, Final, Literal, cast, get_args
 
 from treeview.session import js
 from treeview.session.agents import Agent
+from treeview.session.fuzzy import fuzzy_matches
 from treeview.session.selector_text import display_text, has_text_content, searchable_text
 from treeview.session.selector_tree import (
     FlatNode,
@@ -84,8 +85,23 @@ _FILTER_TAGS: Final[Mapping[str, str]] = {
     "labeled-only": " [labeled]",
     "all": " [all]",
 }
-# Bookkeeping entries the default and no-tools views hide (v15's list; v18 hides more).
+# Bookkeeping entries the default and no-tools views hide, by agent (v15's list; oh-my-pi 18 and pi 1.6 more).
 _SETTINGS_TYPES: Final = frozenset({"label", "custom", "model_change", "thinking_level_change"})
+_HIDDEN_TYPES: Final[Mapping[str, frozenset[str]]] = {
+    "omp15": _SETTINGS_TYPES,
+    "omp": _SETTINGS_TYPES
+    | {
+        "model_usage",
+        "service_tier_change",
+        "title_change",
+        "credential_pin",
+        "session_init",
+        "ttsr_injection",
+        "mode_change",
+        "reset_boundary",
+    },
+    "pi": _SETTINGS_TYPES | {"context_edit", "session_info"},
+}
 _NO_ENTRIES: Final = "  No entries found"
 
 # JavaScript's /\s+/, which splits a search query into tokens.
@@ -199,9 +215,11 @@ def _search_tokens(query: str) -> list[str]:
     return [token for token in _WHITESPACE_RUN.split(query.lower()) if token]
 
 
-def _passes(flat: FlatNode, leaf_id: str | None, mode: FilterMode) -> bool:
+def _passes(flat: FlatNode, leaf_id: str | None, mode: FilterMode, agent: Agent = "omp15") -> bool:
     entry = flat.entry
     kind = entry.get("type")
+    if agent == "pi" and kind == "usage":
+        return False  # pi never shows its usage records, not even in "all"
     message = entry.get("message") if kind == "message" else None
     role = message.get("role") if isinstance(message, dict) else None
     if role == "assistant" and entry.get("id") != leaf_id:
@@ -214,42 +232,62 @@ def _passes(flat: FlatNode, leaf_id: str | None, mode: FilterMode) -> bool:
         if not error_or_aborted and not has_text:
             return False
     if mode == "user-only":
+        if agent == "omp" and kind == "custom_message":
+            # A user-invoked skill prompt starts a turn like a user message does.
+            return entry.get("customType") == "skill-prompt"
         return role == "user"
     if mode == "labeled-only":
         return flat.node.label is not None
     if mode == "all":
         return True
-    if kind in _SETTINGS_TYPES:
+    if kind in _HIDDEN_TYPES[agent]:
         return False
     return not (mode == "no-tools" and role == "toolResult")
 
 
-def filter_nodes(flat: FlatTree, mode: FilterMode = "default", query: str = "") -> list[FlatNode]:
+def filter_nodes(
+    flat: FlatTree, mode: FilterMode = "default", query: str = "", *, agent: Agent = "omp15"
+) -> list[FlatNode]:
     """The flat nodes visible under a filter mode and search query, in tree order (spec §17.5-6).
 
-    The query is lowercased and split on whitespace; every token must be a substring of the
-    lowercased :func:`searchable_text`.
+    The filters hide each agent's bookkeeping rows (oh-my-pi 18 hides more than v15; pi never shows
+    ``usage``). Search: oh-my-pi 18 matches every whitespace-separated token fuzzily (:mod:`.fuzzy`) against
+    its searchable text, which names bookkeeping rows too; pi and v15 need each lowercased token as a
+    substring of the lowercased :func:`searchable_text`.
     """
     mode = _check_mode(mode)
     tokens = _search_tokens(query)
     visible: list[FlatNode] = []
     for node in flat.nodes:
-        if not _passes(node, flat.leaf_id, mode):
+        if not _passes(node, flat.leaf_id, mode, agent):
             continue
         if tokens:
-            haystack = _haystack(node)
-            if not all(token in haystack for token in tokens):
-                continue
+            if agent == "omp":
+                text = _omp_haystack(node)
+                if not all(fuzzy_matches(token, text) for token in tokens):
+                    continue
+            else:
+                haystack = _haystack(node, agent)
+                if not all(token in haystack for token in tokens):
+                    continue
         visible.append(node)
     return visible
 
 
-def _haystack(flat: FlatNode) -> str:
+def _haystack(flat: FlatNode, agent: Agent = "omp15") -> str:
     facts = facts_of(flat.node)
     if facts is None:
-        return searchable_text(flat.node).lower()
+        return searchable_text(flat.node, agent).lower()
     label = flat.node.label
     return f"{label.lower()} {facts.search_text}" if label else facts.search_text
+
+
+def _omp_haystack(flat: FlatNode) -> str:
+    facts = facts_of(flat.node)
+    if facts is None:
+        return searchable_text(flat.node, "omp")
+    label = flat.node.label
+    return f"{label} {facts.search_text}" if label else facts.search_text
 
 
 def make_row(flat: FlatNode, tree: FlatTree, home: str | None = None) -> Row:
@@ -285,10 +323,10 @@ def visible_rows(
     query: str = "",
     home: str | None = None,
     *,
-    agent: Agent = "omp",
+    agent: Agent = "omp15",
 ) -> list[Row]:
     """The rows the selector shows for a filter mode and search query, in display order."""
-    return [make_row(node, flat, home) for node in filter_nodes(flat, mode, query)]
+    return [make_row(node, flat, home) for node in filter_nodes(flat, mode, query, agent=agent)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -423,7 +461,7 @@ def render_lines(
     max_visible: int | None = None,
     symbols: TreeSymbols = UNICODE_SYMBOLS,
     *,
-    agent: Agent = "omp",
+    agent: Agent = "omp15",
 ) -> list[str]:
     """The list body as text: the visible window of rows, then the footer, or ``  No entries found``."""
     if not rows:
@@ -446,12 +484,14 @@ class TreeSelector:
         query: str = "",
         selected_id: str | None = None,
         home: str | None = None,
+        agent: Agent = "omp15",
     ) -> None:
         self.flat = flatten_tree(roots, leaf_id)
         self.home = home
+        self.agent = agent
         self.mode = _check_mode(mode)
         self.query = query
-        self.rows = visible_rows(self.flat, self.mode, self.query, home)
+        self.rows = visible_rows(self.flat, self.mode, self.query, home, agent=agent)
         self.selected_index = initial_selection(self.flat, self.rows, selected_id)
         # Kept while a filter shows nothing, so the cursor comes back to the same entry.
         self._last_selected_id: str | None = self.selected_id
@@ -466,7 +506,7 @@ class TreeSelector:
     def _refilter(self) -> None:
         if self.selected_index is not None:
             self._last_selected_id = self.selected_id
-        self.rows = visible_rows(self.flat, self.mode, self.query, self.home)
+        self.rows = visible_rows(self.flat, self.mode, self.query, self.home, agent=self.agent)
         self.selected_index = follow_selection(self.flat, self.rows, self._last_selected_id)
         if self.selected_index is not None:
             self._last_selected_id = self.selected_id

@@ -206,37 +206,90 @@ def display_text(
     return f"[{js.to_string(kind).replace('_', ' ')}]"
 
 
-def searchable_text(node: TreeNodeLike) -> str:
-    """The text a search query is matched against (not lowercased; spec §17.6, v15 terms)."""
+def searchable_text(node: TreeNodeLike, agent: str = "omp15") -> str:
+    """The text a search query is matched against (not lowercased; spec §17.6).
+
+    ``agent`` picks whose terms: v15's (``omp15``), oh-my-pi 18's (message text cut to 200 characters, and
+    words for every bookkeeping row) or pi 1.6's (session names, ``modelId``, context edits).
+    """
     entry = node.entry
     parts: list[Any] = []
     if node.label:
         parts.append(node.label)
     kind = entry.get("type")
+    omp = agent == "omp"
     if kind == "message":
         message = entry.get("message")
         msg: Mapping[str, Any] = message if isinstance(message, dict) else {}
         parts.append(msg.get("role"))
         content = msg.get("content")
         if js.truthy(content):
-            parts.append(_extract_content(content))
+            text = _extract_content(content)
+            parts.append(js.utf16_slice(text, 200) if omp else text)
         if msg.get("role") == "bashExecution" and js.truthy(msg.get("command")):
             parts.append(msg["command"])
     elif kind == "custom_message":
         content = entry.get("content")
-        parts += [entry.get("customType"), content if isinstance(content, str) else _extract_content(content)]
+        text = content if isinstance(content, str) else _extract_content(content)
+        if omp:
+            parts.append(entry.get("customType"))
+            if text:
+                parts.append(js.utf16_slice(text, 200))
+        else:
+            parts += [entry.get("customType"), text]
     elif kind == "compaction":
         parts.append("compaction")
     elif kind == "branch_summary":
         parts += ["branch summary", entry.get("summary")]
     elif kind == "model_change":
-        parts += ["model", entry.get("model")]
+        parts += ["model", entry.get("modelId") if agent == "pi" else entry.get("model")]
     elif kind == "thinking_level_change":
         level = entry.get("thinkingLevel")
-        parts += ["thinking", "off" if level is None else level]
+        parts += ["thinking", "off" if level is None and agent != "pi" else level]
     elif kind == "custom":
         parts += ["custom", entry.get("customType")]
     elif kind == "label":
         label = entry.get("label")
         parts += ["label", "" if label is None else label]
+    elif agent == "pi":
+        if kind == "session_info":
+            parts.append("title")
+            if js.truthy(entry.get("name")):
+                parts.append(entry["name"])
+        elif kind == "context_edit":
+            replace = "omit" if entry.get("replacement") is None else "replace"
+            parts += ["context edit", replace, entry.get("targetId")]
+    elif omp:
+        parts += _omp_bookkeeping_terms(entry, kind)
     return js.join(parts, " ")
+
+
+def _omp_bookkeeping_terms(entry: Mapping[str, Any], kind: Any) -> list[Any]:
+    if kind == "service_tier_change":
+        terms: list[Any] = ["service tier"]
+        tier = entry.get("serviceTier")
+        if isinstance(tier, dict):
+            for family, value in tier.items():
+                if js.truthy(value):
+                    terms += [family, value]
+        return terms
+    if kind == "model_usage":
+        return ["model usage", *(_clean(entry.get(k)) for k in ("purpose", "role", "provider", "model"))]
+    if kind == "title_change":
+        return ["title", entry.get("title")]
+    if kind == "mode_change":
+        return ["mode", entry.get("mode")]
+    if kind == "credential_pin":
+        return ["credential pin", entry.get("provider")]
+    if kind == "ttsr_injection":
+        rules = entry.get("injectedRules")
+        return ["ttsr injection", *(rules if isinstance(rules, list) else [])]
+    if kind == "reset_boundary":
+        return ["reset boundary"]
+    if kind == "session_init":
+        return ["session init"]
+    return []
+
+
+def _clean(value: Any) -> str:
+    return js.to_string(value).replace("\n", " ").replace("\t", " ").strip() if isinstance(value, str) else ""

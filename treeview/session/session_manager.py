@@ -33,6 +33,7 @@ from .jsonl import (
     dumps,
     parse_session_bytes,
     parse_session_file,
+    title_slot,
 )
 from .migrations import CURRENT_SESSION_VERSION, IdMaker, migrate_to_current_version, stable_id_maker
 from .tree import build_forest, cycle_message, duplicate_message
@@ -74,7 +75,7 @@ class TreeNode:
 
 @dataclass(slots=True)
 class UsageStatistics:
-    """Token and cost totals of the assistant messages (and ``task`` tool results), as omp counts them."""
+    """Token and cost totals (see :meth:`SessionManager.usage_statistics`)."""
 
     input: float = 0
     output: float = 0
@@ -454,17 +455,34 @@ class SessionManager:
         return self.label_times.get(entry_id)
 
     def usage_statistics(self) -> UsageStatistics:
+        """Token and cost totals over the whole file, as the agent's ``/session`` adds them up.
+
+        Both count every assistant message. oh-my-pi adds a ``task`` tool result's subagent usage and its
+        ``model_usage`` side calls; pi adds its ``usage`` entries and the usage recorded on compactions,
+        branch summaries and tool results.
+        """
         stats = UsageStatistics()
+        pi = self.agent == "pi"
         for entry in self.entries:
-            message = entry.get("message") if entry.get("type") == "message" else None
+            kind = entry.get("type")
+            if kind != "message":
+                if (pi and kind in ("usage", "compaction", "branch_summary")) or (
+                    not pi and kind == "model_usage"
+                ):
+                    stats.add(entry.get("usage"))
+                continue
+            message = entry.get("message")
             if not isinstance(message, dict):
                 continue
             if message.get("role") == "assistant":
                 stats.add(message.get("usage"))
-            elif message.get("role") == "toolResult" and message.get("toolName") == "task":
-                details = message.get("details")
-                if isinstance(details, dict):
-                    stats.add(details.get("usage"))
+            elif message.get("role") == "toolResult":
+                if pi:
+                    stats.add(message.get("usage"))
+                elif message.get("toolName") == "task":
+                    details = message.get("details")
+                    if isinstance(details, dict):
+                        stats.add(details.get("usage"))
         return stats
 
     # ------------------------------------------------------------------------------------------------------
@@ -673,15 +691,24 @@ class SessionManager:
         """Replace this session with a new one holding only the path to ``leaf_id`` (§10.10, ``/branch``).
 
         Label entries on the path are dropped and the labels of path entries re-created as fresh label
-        entries at the end. When persisting, the new file is written at once; returns its path.
+        entries at the end. When persisting, the new file is written at once; returns its path. What the
+        newest agents add: oh-my-pi 18 starts the file with a title slot and keeps the title in the header;
+        pi 1.6 re-links each kept entry to the one before it (an entry whose parent was a dropped label
+        keeps its place) and gives the re-created labels their original timestamps.
         """
         path = self.get_branch(leaf_id)
         if not path:
             raise EntryNotFound(leaf_id)
+        pi = self.agent == "pi"
         kept = [entry for entry in path if entry.get("type") != "label"]
+        if pi:
+            kept = _rechained(path)
         kept_ids = {entry["id"] for entry in kept}
         labels = [(target, label) for target, label in self.labels.items() if target in kept_ids]
+        label_times = dict(self.label_times)
         header = self._new_header(self.session_file)
+        if self.agent == "omp":
+            header = self._omp_branch_header(header)
         parent_id = kept[-1]["id"] if kept else None
         label_entries: list[Entry] = []
         for target_id, label in labels:
@@ -689,18 +716,46 @@ class SessionManager:
                 "type": "label",
                 "id": generate_id(kept_ids),
                 "parentId": parent_id,
-                "timestamp": iso_now(),
+                # pi keeps when the label was set; oh-my-pi stamps it with the new session's time.
+                "timestamp": label_times.get(target_id, UNDEFINED) if pi else header["timestamp"],
                 "targetId": target_id,
                 "label": label,
             }
             kept_ids.add(label_entry["id"])
             label_entries.append(label_entry)
             parent_id = label_entry["id"]
+        slot = self._branch_title_slot(header) if self.agent == "omp" else None
         self._replace(header, kept + label_entries)
+        self.title_slot = slot
         if self.persist and self.session_file is not None:
             # Written immediately, even without an assistant message (§10.10 step 6).
             self._write_new_file()
         return self.session_file
+
+    def _omp_branch_header(self, header: Entry) -> Entry:
+        # oh-my-pi 18 carries the title into the new header (undefined keys are left out).
+        ordered: Entry = {key: header[key] for key in ("type", "version", "id", "timestamp", "cwd")}
+        title = self.session_name if self.title_slot is not None else self.header.get("title")
+        if isinstance(title, str):
+            ordered["title"] = title
+        source = self.header.get("titleSource")
+        if self.title_slot is not None and isinstance(self.title_slot.get("source"), str):
+            source = self.title_slot["source"]
+        if isinstance(source, str):
+            ordered["titleSource"] = source
+        if "parentSession" in header:
+            ordered["parentSession"] = header["parentSession"]
+        return ordered
+
+    @staticmethod
+    def _branch_title_slot(header: Entry) -> Entry:
+        title = header.get("title")
+        source = header.get("titleSource")
+        return title_slot(
+            title if isinstance(title, str) else "",
+            header["timestamp"],
+            source if isinstance(source, str) else None,
+        )
 
     # ------------------------------------------------------------------------------------------------------
     # Writing
@@ -727,8 +782,9 @@ class SessionManager:
                 return dumps(value)
             return source.raw_from(data, parsed)
 
-        if title_slot and self.title_slot is not None and source is not None:
-            yield text(source.title_slot_line, False, self.title_slot) + "\n"
+        if title_slot and self.title_slot is not None:
+            slot_line = source.title_slot_line if source is not None else None
+            yield text(slot_line, False, self.title_slot) + "\n"
         yield text(self._header_line, self._header_changed, self.header) + "\n"
         changed = self._changed
         for index, entry in enumerate(self.entries):
@@ -809,6 +865,30 @@ class SessionManager:
         if not self.migrated:
             return self.header.get("version", 1)
         return self._original_version
+
+
+def _rechained(path: list[Entry]) -> list[Entry]:
+    """pi's /branch: the path without its label entries, each entry re-linked to the kept one before it (a
+    compaction whose first kept entry was a dropped label points at the entry that took its place)."""
+    kept: list[Entry] = []
+    replacement: dict[Any, Any] = {}
+    pending: list[Any] = []
+    parent_id: Any = None
+    for entry in path:
+        if entry.get("type") == "label":
+            pending.append(entry.get("id"))
+            continue
+        for label_id in pending:
+            replacement[label_id] = entry.get("id")
+        pending.clear()
+        copy = {**entry, "parentId": parent_id}
+        if entry.get("type") == "compaction":
+            first = entry.get("firstKeptEntryId")
+            if first != entry.get("id"):
+                copy["firstKeptEntryId"] = replacement.get(first, first)
+        kept.append(copy)
+        parent_id = entry.get("id")
+    return kept
 
 
 def _until_repeat(path: list[int]) -> list[int]:
