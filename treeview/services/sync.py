@@ -883,12 +883,9 @@ class _RowWriter:
             raise error
 
 
-def update_totals(session: AgentSession, *, move_leaf: bool = True) -> None:
-    """Recompute the counts, totals, title fallback, leaf and dates the session list shows."""
-    entries = session.entries.all()
-    # One pass over the rows for every count and total: each pass reads the whole table, raw lines included
-    # (on SQLite 0.1-0.2 s per 100k entries).
-    totals = entries.aggregate(
+def _totals_of(entries: Any) -> dict[str, Any]:
+    """Every count and total of the session list over ``entries``, in one pass over the rows."""
+    return entries.aggregate(
         count=Count("id"),
         first=Min("ts"),
         last=Max("ts"),
@@ -898,6 +895,14 @@ def update_totals(session: AgentSession, *, move_leaf: bool = True) -> None:
         messages=Count("id", filter=Q(type="message")),
         tool_results=Count("id", filter=Q(role="toolResult")),
     )
+
+
+def update_totals(session: AgentSession, *, move_leaf: bool = True) -> None:
+    """Recompute the counts, totals, title fallback, leaf and dates the session list shows."""
+    entries = session.entries.all()
+    # One pass over the rows for every count and total: each pass reads the whole table, raw lines included
+    # (on SQLite 0.1-0.2 s per 100k entries).
+    totals = _totals_of(entries)
     session.entry_count = totals["count"] or 0
     session.first_timestamp = totals["first"]
     session.last_timestamp = totals["last"]
@@ -936,16 +941,7 @@ def add_to_totals(session: AgentSession, first_new_seq: int) -> None:
     appended (and none removed): the same figures, reading only the new rows and their parents' children."""
     entries = session.entries.all()
     new = entries.filter(seq__gte=first_new_seq)
-    totals = new.aggregate(
-        count=Count("id"),
-        first=Min("ts"),
-        last=Max("ts"),
-        input=Sum("input_tokens"),
-        output=Sum("output_tokens"),
-        cost=Sum("cost"),
-        messages=Count("id", filter=Q(type="message")),
-        tool_results=Count("id", filter=Q(role="toolResult")),
-    )
+    totals = _totals_of(new)
     if not totals["count"]:
         return
     session.entry_count += totals["count"]
