@@ -651,12 +651,17 @@ class _Importer:
         if not new_ids:
             return
         old = session.entries.filter(seq__lt=self.first_new_seq)
+        first_new = self.first_new_seq
         stored = set()
         adopted = False
+        # By id and by parent, then the old rows kept here: a `seq <` condition in the query makes SQLite walk
+        # the session by seq instead of looking the ids up (130 ms instead of 1 on a 2,000-entry session).
         for start in range(0, len(new_ids), 500):
             chunk = new_ids[start : start + 500]
-            stored |= set(old.filter(entry_id__in=chunk).values_list("entry_id", flat=True))
-            adopted = adopted or old.filter(parent_id__in=chunk).exists()
+            found = session.entries.filter(entry_id__in=chunk).values_list("entry_id", "seq")
+            stored |= {entry_id for entry_id, seq in found if seq < first_new}
+            children = session.entries.filter(parent_id__in=chunk).values_list("seq", flat=True)
+            adopted = adopted or any(seq < first_new for seq in children)
         known = {w["message"] for w in session.warnings}
         if stored or adopted:
             rows = list(old.order_by("seq").values_list("entry_id", "parent_id", "line"))
@@ -960,10 +965,13 @@ def add_to_totals(session: AgentSession, first_new_seq: int) -> None:
     parents = sorted(set(new.exclude(parent_id=None).values_list("parent_id", flat=True)))
     for start in range(0, len(parents), 500):
         chunk = parents[start : start + 500]
-        children = entries.filter(parent_id__in=chunk).values("parent_id")
-        now = children.annotate(n=Count("id")).filter(n__gt=1).count()
-        before = children.filter(seq__lt=first_new_seq).annotate(n=Count("id")).filter(n__gt=1).count()
-        session.branch_point_count += now - before
+        now: dict[str, int] = {}
+        before: dict[str, int] = {}
+        for parent_id, seq in entries.filter(parent_id__in=chunk).values_list("parent_id", "seq"):
+            now[parent_id] = now.get(parent_id, 0) + 1
+            if seq < first_new_seq:
+                before[parent_id] = before.get(parent_id, 0) + 1
+        session.branch_point_count += sum(n > 1 for n in now.values()) - sum(n > 1 for n in before.values())
     models_new = set(new.exclude(model="").values_list("model", flat=True).distinct())
     if not models_new <= set(session.models_used):
         session.models_used = sorted(set(session.models_used) | models_new)
