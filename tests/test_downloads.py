@@ -215,9 +215,10 @@ def test_the_list_links_both_downloads(client, tmp_path):
 
     html = client.get("/").content.decode()
 
-    assert f'<a href="/s/{session.session_id}/download.jsonl">download</a>' in html
+    assert f'<a href="/s/{session.session_id}/download.jsonl" download>Download the session file</a>' in html
     assert (
-        f'<a href="/s/{session.session_id}/branch/{session.leaf_id}.jsonl">download active branch</a>' in html
+        f'<a href="/s/{session.session_id}/branch/{session.leaf_id}.jsonl" download>'
+        "Download the active branch</a>" in html
     )
 
 

@@ -61,7 +61,7 @@ def test_upload_of_one_file_imports_it(client, upload_dir):
     assert export_text(session).encode() == (DATA / "handmade" / "v3_branching_labels.jsonl").read_bytes()
     assert [p.parent for p in stored_files(upload_dir)] == [upload_dir]
     # The list below the results shows it.
-    assert f'<tr id="session-{session.pk}">' in html
+    assert f'<tr id="session-{session.pk}"' in html
 
 
 def test_upload_of_several_files_imports_each(client):
