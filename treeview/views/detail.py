@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, cast
@@ -34,6 +35,7 @@ from treeview.session.selector import FilterMode, Row
 from treeview.views import fork
 from treeview.views.comments import comment_panel, place_query
 from treeview.views.common import copy_param, htmx_target, reverse_or_none, session_links, session_or_404
+from treeview.views.tree_rows import row_html
 
 # -- the session page --------------------------------------------------------------------------------------
 
@@ -111,16 +113,21 @@ class RowItem:
     comments: comment_service.EntryCounts | None = None  # the badge: comments and open threads on the entry
     index: int = 0  # the row's place among the visible rows
     folded: int = 0  # levels left out before the prefix (the depth badge)
+    html: str = ""  # the row's <li> (tree_rows.row_html)
 
 
 def _row_items(
-    state: PageState, window: explorer.TreeWindow, counts: dict[str, comment_service.EntryCounts]
+    state: PageState,
+    window: explorer.TreeWindow,
+    counts: dict[str, comment_service.EntryCounts],
+    statuses: Mapping[str, str] | None,
 ) -> list[RowItem]:
     items = []
     for offset, row in enumerate(window.rows):
         folded, prefix = row.folded_prefix(explorer.TREE_LEVELS)
         url = state.url(targetId=row.id)
-        items.append(RowItem(row, url, prefix, counts.get(row.id), window.start + offset, folded))
+        item = RowItem(row, url, prefix, counts.get(row.id), window.start + offset, folded)
+        items.append(replace(item, html=row_html(item, window.selected_id, statuses)))
     return items
 
 
@@ -158,11 +165,12 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
     if parent is not None and not can_view(request.user, parent):
         parent = None
     node = tree.flat.by_id.get(selected)
+    review = review_service.page_review(session, tree.flat, state.leaf_id)
     return {
         "session": session,
         "state": state,
         "window": window,
-        "rows": _row_items(state, window, counts),
+        "rows": _row_items(state, window, counts, review.statuses),
         "rows_url": _rows_url(state),
         "earlier_url": state.url(start=window.earlier_start) if window.earlier else None,
         "later_url": state.url(start=window.end) if window.later else None,
@@ -195,7 +203,7 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
         "conversation_tab_url": state.url(tab=None, end=None),
         "navigation": _navigation_context(state),
         # Review statuses (one query): the tree's badges, and the control for the branch drawn.
-        "review": review_service.page_review(session, tree.flat, state.leaf_id),
+        "review": review,
         # The selected entry's comment threads: a callable, so only a page that shows the entry queries them.
         "comment_panel": (
             partial(
@@ -309,14 +317,8 @@ def tree_rows(request: HttpRequest, session_id: str) -> HttpResponse:
     window = explorer.tree_window(
         tree, state.mode, state.query, state.target_id, state.start, commented, count=count
     )
-    context = {
-        "session": session,
-        "state": state,
-        "window": window,
-        "rows": _row_items(state, window, counts),
-        "tree_selected_id": window.selected_id,
-        "review": review_service.page_review(session, tree.flat, state.leaf_id),
-    }
+    statuses = review_service.statuses_for_session(session)
+    context = {"window": window, "rows": _row_items(state, window, counts, statuses)}
     return TemplateResponse(request, DETAIL_TEMPLATE + "#tree-slice", context)
 
 
