@@ -46,16 +46,17 @@ from treeview.session.selector import (
 from treeview.session.selector_tree import flat_only_child, flatten_tree
 from treeview.tree_index import HIDDEN_ASSISTANT, SETTINGS, TOOL_RESULT, USER, DbNode, Forest, gc_paused
 
-# Rows drawn around the selection: about 100 before and 100 after it. Deep rows carry long indentation
-# prefixes, and the browser's time to lay them out grows with every row (400 rows: +0.3 s in Chromium).
-TREE_WINDOW = 200
+# Rows drawn around the selection: about 60 before and 60 after it, more than a tall pane shows (explorer.js
+# loads the others as the pane scrolls; without JavaScript, "load earlier/later" pages by this many).
+TREE_WINDOW = 120
 # Most rows one request of the rows endpoint returns (the page scrolls through the tree in slices).
 TREE_SLICE_MAX = 400
 # Tree levels drawn before a row's text; deeper rows fold the levels above them into a depth badge ("⋯12"),
 # so that every row's text starts inside the pane, at any depth (a prefix is 3 characters a level).
 TREE_LEVELS = 4
-# Entries of the conversation path rendered at once.
-CONVERSATION_PAGE = 100
+# Entries of the conversation path rendered at once ("earlier entries" loads more): a rendered entry is
+# about 60 elements, and the page stays under a few thousand whatever the session's size.
+CONVERSATION_PAGE = 40
 # Flattened trees kept per process (one per session state and leaf); forests (one per session). Both are
 # also bounded by bytes: a share of settings.ARBOR_TREE_CACHE_MB each (see _budget).
 FLAT_CACHE_SIZE = 8

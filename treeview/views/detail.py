@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, cast
@@ -42,6 +43,7 @@ from treeview.views.common import (
     session_links,
     session_or_404,
 )
+from treeview.views.tree_rows import row_html
 
 # -- the session page --------------------------------------------------------------------------------------
 
@@ -119,16 +121,21 @@ class RowItem:
     comments: comment_service.EntryCounts | None = None  # the badge: comments and open threads on the entry
     index: int = 0  # the row's place among the visible rows
     folded: int = 0  # levels left out before the prefix (the depth badge)
+    html: str = ""  # the row's <li> (tree_rows.row_html)
 
 
 def _row_items(
-    state: PageState, window: explorer.TreeWindow, counts: dict[str, comment_service.EntryCounts]
+    state: PageState,
+    window: explorer.TreeWindow,
+    counts: dict[str, comment_service.EntryCounts],
+    statuses: Mapping[str, str] | None,
 ) -> list[RowItem]:
     items = []
     for offset, row in enumerate(window.rows):
         folded, prefix = row.folded_prefix(explorer.TREE_LEVELS)
         url = state.url(targetId=row.id)
-        items.append(RowItem(row, url, prefix, counts.get(row.id), window.start + offset, folded))
+        item = RowItem(row, url, prefix, counts.get(row.id), window.start + offset, folded)
+        items.append(replace(item, html=row_html(item, window.selected_id, statuses)))
     return items
 
 
@@ -169,6 +176,9 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
     # The branch the conversation shows (through the selection, down to its leaf): the header describes it.
     branch = conversation.branch_on_screen(tree, selected)
     allowed = access.rights(request.user, session)
+    review = review_service.page_review(
+        session, tree.flat, branch.leaf_id if branch is not None else state.leaf_id
+    )
     return {
         "session": session,
         # What this user may do here (treeview/access.py): the page offers only those controls.
@@ -176,7 +186,7 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
         "refusals": access.REFUSALS,
         "state": state,
         "window": window,
-        "rows": _row_items(state, window, counts),
+        "rows": _row_items(state, window, counts, review.statuses),
         "rows_url": _rows_url(state),
         "earlier_url": state.url(start=window.earlier_start) if window.earlier else None,
         "later_url": state.url(start=window.end) if window.later else None,
@@ -214,9 +224,7 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
         "conversation_tab_url": state.url(tab=None, end=None),
         "navigation": _navigation_context(state),
         # Review statuses (one query): the tree's badges, and the control for the branch drawn.
-        "review": review_service.page_review(
-            session, tree.flat, branch.leaf_id if branch is not None else state.leaf_id
-        ),
+        "review": review,
         # The selected entry's comment threads: a callable, so only a page that shows the entry queries them.
         "comment_panel": (
             partial(
@@ -337,14 +345,8 @@ def tree_rows(request: HttpRequest, session_id: str) -> HttpResponse:
     window = explorer.tree_window(
         tree, state.mode, state.query, state.target_id, state.start, commented, count=count
     )
-    context = {
-        "session": session,
-        "state": state,
-        "window": window,
-        "rows": _row_items(state, window, counts),
-        "tree_selected_id": window.selected_id,
-        "review": review_service.page_review(session, tree.flat, state.leaf_id),
-    }
+    statuses = review_service.statuses_for_session(session)
+    context = {"window": window, "rows": _row_items(state, window, counts, statuses)}
     return TemplateResponse(request, DETAIL_TEMPLATE + "#tree-slice", context)
 
 
