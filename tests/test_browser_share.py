@@ -18,8 +18,11 @@ from tests.test_share import GITHUB_TOKEN, _line, _message, _text
 pytestmark = BROWSER_MARKS
 
 SID = "0196b4f0-6c2e-7a31-9f0e-3c5d2a1b4e77"
+# Alice owns the session: public links are the owner's to make (treeview/access.py).
 SETUP = (
-    "from django.contrib.auth.models import User; User.objects.create_user('alice', password='pw-alice-1')"
+    "from django.contrib.auth.models import User; from treeview.models import AgentSession; "
+    "alice = User.objects.create_user('alice', password='pw-alice-1'); "
+    "AgentSession.objects.update(owner=alice)"
 )
 
 

@@ -312,3 +312,8 @@ def test_single_user_mode_allows_everything_and_shows_no_rights_box(world: World
     page = client.get(f"/s/{SID}/?targetId=b2000002").content.decode()
     assert 'class="label-form"' in page and "People and rights" not in page and "data-refused" not in page
     assert client.post(f"/s/{SID}/persist-position/", {}).status_code == 200
+
+
+def test_the_admin_lists_a_sessions_grants(world: World) -> None:
+    page = world.client("superuser").get(f"/admin/treeview/agentsession/{world.session.pk}/change/")
+    assert page.status_code == 200 and "grantee" in page.content.decode()

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from treeview.models import AgentSession, Invite, Membership, ShareLink, SiteSettings, Team, TeamSecret
+from treeview.models import (
+    AgentSession,
+    Invite,
+    Membership,
+    SessionGrant,
+    ShareLink,
+    SiteSettings,
+    Team,
+    TeamSecret,
+)
 
 
 class MembershipInline(admin.TabularInline):
@@ -33,6 +42,16 @@ class InviteAdmin(admin.ModelAdmin):
         return False
 
 
+class SessionGrantInline(admin.TabularInline):
+    """Who the owner lets write to the session ("People and rights" on the session page)."""
+
+    model = SessionGrant
+    fk_name = "session"
+    extra = 0
+    autocomplete_fields = ["user"]
+    readonly_fields = ["granted_by", "created_at"]
+
+
 @admin.register(AgentSession)
 class AgentSessionAdmin(admin.ModelAdmin):
     """Only who owns and sees a session is edited here; its content comes from the file."""
@@ -44,6 +63,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
     readonly_fields = ["session_id", "title", "cwd", "source_path"]
     autocomplete_fields = ["owner"]
     filter_horizontal = ["teams"]
+    inlines = [SessionGrantInline]
 
     def has_add_permission(self, request: object) -> bool:
         return False
