@@ -302,7 +302,8 @@ def test_watch_waits_while_the_server_is_down_and_catches_up(
             wait_for(lambda: "sent" in log.read_text(), 60)
             server.stop()
             _grow(path, 5, "of")
-            wait_for(lambda: "wait" in log.read_text(), 30)
+            # (the client's own words: the log's path has "wait" in it too)
+            wait_for(lambda: "file(s) wait" in log.read_text(), 30)
             assert client.poll() is None
             server.start()
             wait_for(lambda: "caught up" in log.read_text(), 90)

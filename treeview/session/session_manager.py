@@ -410,18 +410,23 @@ class SessionManager:
                 self.warnings.append(ParseWarning(0, message))
         return roots
 
+    def _empty_context(self) -> SessionContext:
+        """The context of an empty path, as the builder of this file's rules would leave it (the newest
+        agents' builders record each message's origin: none here)."""
+        return SessionContext() if self.agent == "omp15" else SessionContext(origins=[])
+
     def build_session_context(self, leaf_id: str | None | Any = UNDEFINED) -> SessionContext:
         """The context at ``leaf_id`` (default: the current leaf)."""
         leaf = self.leaf_id if leaf_id is UNDEFINED else leaf_id
         if leaf is None:
-            return SessionContext()
+            return self._empty_context()
         position = self._pos.get(leaf, -1) if isinstance(leaf, str) and leaf else -1
         if position < 0:
             # An unknown leaf falls back to the last entry, as in the original.
             kinds = self._types
             position = next((i for i in range(len(kinds) - 1, -1, -1) if kinds[i] != "session"), -1)
             if position < 0:
-                return SessionContext()
+                return self._empty_context()
         positions = self._path_positions(position)
         positions.reverse()
         entries, kinds = self.entries, self._types
