@@ -175,7 +175,7 @@ def test_a_team_member_may_not_publish_a_team_session(world: World) -> None:
 
 def test_a_viewers_review_keeps_the_status_and_leaves_the_file_alone(world: World) -> None:
     before = _file(world)
-    # A branch whose leaf has no label of its own (the stored leaf's branch ends at b2000008, labeled by hand).
+    # A branch whose leaf has no label of its own (the stored leaf's branch ends at b2000008, labeled).
     leaf = "b2000006"
     response = world.client("member").post(
         f"/s/{SID}/review/", {"leaf_id": leaf, "status": "approved"}, headers=HTMX
