@@ -295,9 +295,11 @@ def test_context_tab_follows_the_selection(page: Page, live_server_url: str) -> 
     expect(page.locator('#conversation article.selected[data-entry-id="b2000003"]')).to_be_visible()
     expect(page.locator("#context")).to_be_hidden()
 
-    # The browser's back button restores the tab as it was.
+    # The browser's back button restores the tab as it was (one step at a time, as a person presses it).
     page.go_back()
+    expect(page.locator('#conversation article.selected[data-entry-id="b2000001"]')).to_be_visible()
     page.go_back()
+    expect(page).to_have_url(re.compile(r"tab=context"))
     expect(page.locator("#context")).to_have_attribute("data-target-id", "b2000001")
 
 
