@@ -214,7 +214,10 @@ def watch_latency(work: Path, appended: int = 1000, gap: float = 0.02) -> dict[s
                         written[entry_id] = time.perf_counter()
                         order.append(entry_id)
                         parent = entry_id
-                        time.sleep(gap)
+                        # Waiting through Playwright, not time.sleep: its sync API runs the frame callbacks
+                        # (which take the arrival times) only while the script is inside one of its calls, so
+                        # a sleep here stamped every frame with the end of the writes.
+                        page.wait_for_timeout(gap * 1000)
                 deadline = time.monotonic() + 60
                 while (not frames or frames[-1][1] != order[-1]) and time.monotonic() < deadline:
                     page.wait_for_timeout(100)
