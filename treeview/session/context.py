@@ -49,6 +49,27 @@ class SessionContext:
     origins: list[int] | None = None
 
 
+#: Path entries that set a context field whatever the agent's rules (TTSR rules, MCP tools, mode).
+SETTING_KINDS = frozenset({"ttsr_injection", "mcp_tool_selection", "mode_change"})
+
+
+def apply_setting(
+    context: SessionContext, kind: str, entry: Mapping[str, Any], ttsr: dict[str, None]
+) -> None:
+    """Apply one path entry of :data:`SETTING_KINDS` to ``context`` (``ttsr`` collects rules in order)."""
+    if kind == "ttsr_injection":
+        rules = entry.get("injectedRules")
+        for rule in rules if isinstance(rules, list) else []:
+            ttsr.setdefault(rule, None)
+    elif kind == "mcp_tool_selection":
+        names = entry.get("selectedToolNames")
+        context.selected_mcp_tool_names = list(names) if isinstance(names, list) else []
+        context.has_persisted_mcp_tool_selection = True
+    elif kind == "mode_change":
+        context.mode = entry.get("mode", UNDEFINED)
+        context.mode_data = entry.get("data", UNDEFINED)
+
+
 def path_to_root(leaf: Entry | None, by_id: Mapping[str, Entry]) -> list[Entry]:
     """The entries from the root to ``leaf`` (inclusive), root first. Stops at a repeated id (cycle)."""
     path: list[Entry] = []
@@ -208,17 +229,8 @@ def context_for_path(
             context.service_tier = UNDEFINED if tier is None else tier
         elif kind == "compaction":
             compaction_index = index
-        elif kind == "ttsr_injection":
-            rules = entry.get("injectedRules")
-            for rule in rules if isinstance(rules, list) else []:
-                ttsr.setdefault(rule, None)
-        elif kind == "mcp_tool_selection":
-            names = entry.get("selectedToolNames")
-            context.selected_mcp_tool_names = list(names) if isinstance(names, list) else []
-            context.has_persisted_mcp_tool_selection = True
-        elif kind == "mode_change":
-            context.mode = entry.get("mode", UNDEFINED)
-            context.mode_data = entry.get("data", UNDEFINED)
+        elif kind in SETTING_KINDS:
+            apply_setting(context, kind, entry, ttsr)
     context.injected_ttsr_rules = list(ttsr)
     _infer_default_model(path, kinds, first_explicit_default, models)
     context.models = {role: value for role, (_, value) in sorted(models.items(), key=lambda item: item[1][0])}

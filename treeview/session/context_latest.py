@@ -25,7 +25,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from . import js
-from .context import SessionContext, _infer_default_model, _ms, branch_summary_message
+from .context import (
+    SETTING_KINDS,
+    SessionContext,
+    _infer_default_model,
+    _ms,
+    apply_setting,
+    branch_summary_message,
+)
 from .jsonl import UNDEFINED
 
 __all__ = ["omp_context_for_path", "pi_context_for_path"]
@@ -175,17 +182,8 @@ def omp_context_for_path(
             compaction_index = index
         elif kind == "reset_boundary":
             reset_index = index
-        elif kind == "ttsr_injection":
-            rules = entry.get("injectedRules")
-            for rule in rules if isinstance(rules, list) else []:
-                ttsr.setdefault(rule, None)
-        elif kind == "mcp_tool_selection":
-            names = entry.get("selectedToolNames")
-            context.selected_mcp_tool_names = list(names) if isinstance(names, list) else []
-            context.has_persisted_mcp_tool_selection = True
-        elif kind == "mode_change":
-            context.mode = entry.get("mode", UNDEFINED)
-            context.mode_data = entry.get("data", UNDEFINED)
+        elif kind in SETTING_KINDS:
+            apply_setting(context, kind, entry, ttsr)
     context.injected_ttsr_rules = list(ttsr)
     # Assistant messages set the default model until the first explicit default, as in v15.
     _infer_default_model(path, kinds, first_explicit_default, models)
