@@ -153,7 +153,7 @@ def check_tree(session: AgentSession, leaf_id: str | None, rng: random.Random | 
         got = explorer.siblings_of(tree, entry_id)
         assert (got and (got.index, got.count, got.previous_id, got.next_id)) == expected, entry_id
     path = walk(fresh, leaf_id)
-    totals = explorer.branch_totals(tree)
+    totals = tree.branch_totals()
     # Grown with the tree or summed over the path: the same numbers, floats included.
     assert totals == explorer.BranchTotals().plus([fresh.by_id[i].node for i in path])
     expected = db_totals(session, path)
@@ -549,7 +549,7 @@ def test_threads_asking_at_once_share_one_forest_and_one_tree(tmp_path: Path, co
             barrier.wait()
             tree = explorer.explorer_tree(session, session.leaf_id)
             tree.visible("labeled-only", "")
-            explorer.branch_totals(tree)
+            tree.branch_totals()
             explorer.path_ids(tree.flat, session.leaf_id)
             seen.append(tree)
         except BaseException as error:  # noqa: BLE001 -- reported by the test's thread

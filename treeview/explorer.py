@@ -30,7 +30,7 @@ from django.dispatch import receiver
 
 from treeview.lru import LruCache
 from treeview.models import AgentSession
-from treeview.render import EntryView, build_tool_call_map, render_entry
+from treeview.render import EntryView, render_entry
 from treeview.render.text import as_text
 from treeview.session import js
 from treeview.session.selector import (
@@ -586,11 +586,6 @@ def _spliced(forest: Forest, base: ExplorerTree, chain: list[DbNode]) -> Explore
     )
 
 
-def branch_totals(tree: ExplorerTree) -> BranchTotals:
-    """Totals of the path root → the tree's leaf (cached with the tree)."""
-    return tree.branch_totals()
-
-
 # -- the tree pane -----------------------------------------------------------------------------------------
 
 
@@ -779,32 +774,3 @@ def _rendered(key: SessionKey, seq: int, entry: dict[str, Any], tool_calls: dict
         view = render_entry(entry, tool_calls)
         _views.put(cache_key, view)
     return view
-
-
-def conversation_page(
-    session: AgentSession, tree: ExplorerTree, entry_id: str | None, end: int | None
-) -> ConversationPage:
-    """One page of the path root → ``entry_id``, ending at ``end`` (default: the entry itself), rendered;
-    kept with the tree (a filter, a search or a scroll of the tree shows the same page again)."""
-    return tree.memo(
-        ("conversation", session_key(session), entry_id, end),
-        lambda: _conversation_page(session, tree, entry_id, end),
-    )
-
-
-def _conversation_page(
-    session: AgentSession, tree: ExplorerTree, entry_id: str | None, end: int | None
-) -> ConversationPage:
-    ids = tree.path_ids(entry_id)
-    stop = len(ids) if end is None else max(0, min(end, len(ids)))
-    begin = max(0, stop - CONVERSATION_PAGE)
-    page_ids = ids[begin:stop]
-    loaded = _load_entries(session, page_ids)
-    tool_calls = build_tool_call_map([loaded[i][1] for i in page_ids if i in loaded])
-    key = session_key(session)
-    entries = [
-        ConversationEntry(_rendered(key, loaded[i][0], loaded[i][1], tool_calls), i, siblings_of(tree, i))
-        for i in page_ids
-        if i in loaded
-    ]
-    return ConversationPage(entries, begin, stop, len(ids))
