@@ -37,6 +37,7 @@ let view = null;
 // tree: the new tree puts it there again. null: centre it (a new page, a row that was out of view).
 let keepOffset = null;
 let previewTimer = null;
+let lastMoveAt = -Infinity; // when the keys last moved the selection (performance.now())
 let selectionRequest = null;
 let revealAfterLoad = false;
 
@@ -104,6 +105,7 @@ function setup() {
     selectedIndex: list.dataset.selectedIndex === "" ? null : Number(list.dataset.selectedIndex),
     selectedId: selected?.dataset.entryId ?? null,
     pending: new Map(),
+    viewRequest: null, // the request for the rows in view after a jump
   };
   tree().classList.add("virtual");
   list.classList.add("virtual");
@@ -250,13 +252,48 @@ function prune(from, to) {
 
 let renderQueued = false;
 
+// The rows of the view that are missing, as one range (null: all there).
+function missingRange(from, to) {
+  const have = new Set(loadedRows().map(indexOf));
+  let first = null;
+  let last = null;
+  for (let index = from; index <= to; index++) {
+    if (!have.has(index)) {
+      first ??= index;
+      last = index;
+    }
+  }
+  return first === null ? null : { first, last };
+}
+
 function render() {
   renderQueued = false;
   if (!view || !view.list.isConnected || view.shown === 0) {
     return;
   }
   const { first, last } = visibleRange();
-  ensure(Math.max(0, first - OVERSCAN), Math.min(view.shown - 1, last + OVERSCAN));
+  const missing = view.viewRequest ? null : missingRange(first, last);
+  if (missing) {
+    // A jump (the scroll bar dragged, End, a deep link): the rows in view first, in one small request; the
+    // rows around them once these are in.
+    const current = view;
+    current.viewRequest = fetchSlice({ start: missing.first, count: missing.last - missing.first + 1 })
+      .then((slice) => {
+        if (slice && view === current) {
+          insert(slice);
+        }
+      })
+      .catch(() => {})
+      .finally(() => {
+        current.viewRequest = null;
+        queueRender();
+      });
+    prune(first - KEEP, last + KEEP);
+    return;
+  }
+  if (!view.viewRequest) {
+    ensure(Math.max(0, first - OVERSCAN), Math.min(view.shown - 1, last + OVERSCAN));
+  }
   prune(first - KEEP, last + KEEP);
 }
 
@@ -440,8 +477,18 @@ function moveInList(key) {
 
 // -- the conversation follows the selection ----------------------------------------------------------------
 
+// The first key after a pause previews at once; keys that follow within PREVIEW_MS of each other (a held key)
+// wait until they stop, so that only the entry the selection comes to rest on is loaded.
 function schedulePreview() {
   window.clearTimeout(previewTimer);
+  const now = performance.now();
+  const resting = now - lastMoveAt > PREVIEW_MS;
+  lastMoveAt = now;
+  if (resting) {
+    previewTimer = null;
+    loadSelection(false);
+    return;
+  }
   previewTimer = window.setTimeout(() => {
     previewTimer = null;
     loadSelection(false);
@@ -465,7 +512,8 @@ async function loadSelection(push) {
   let html;
   try {
     const response = await fetch(anchor.href, {
-      headers: { "HX-Request": "true", "HX-Target": "tree", "HX-Current-URL": window.location.href },
+      // Only what describes the entry: the tree the page holds stays as it is (rows, scroll, focus).
+      headers: { "HX-Request": "true", "HX-Target": "selection", "HX-Current-URL": window.location.href },
       credentials: "same-origin",
       signal: controller.signal,
     });
@@ -488,9 +536,24 @@ async function loadSelection(push) {
     window.history.replaceState({ arborTree: true }, "", anchor.href);
   }
   treeHadFocus = treeHadFocus || Boolean(tree()?.contains(document.activeElement));
-  keepOffset = selectedOffset();
-  swapTree(html);
+  swapParts(html);
   return true;
+}
+
+// Swap in the parts of an answer that are marked out of band (the reading pane, the header, the forms that
+// carry the selection), leaving the tree in place.
+function swapParts(html) {
+  if (window.htmx?.swap) {
+    window.htmx.swap(document.body, html, { swapStyle: "none" });
+    return;
+  }
+  const parsed = new DOMParser().parseFromString(html, "text/html");
+  for (const part of Array.from(parsed.body.children)) {
+    if (part.id) {
+      part.removeAttribute("hx-swap-oob");
+      document.getElementById(part.id)?.replaceWith(document.adoptNode(part));
+    }
+  }
 }
 
 // Back and Forward between selections made here: load the entry of that address again.

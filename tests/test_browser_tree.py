@@ -161,6 +161,7 @@ def test_moving_with_the_keys_previews_the_conversation(page: Page, big: tuple[s
     base, session_id = big
     target = row_at(base, session_id, 300)
     open_page(page, base, session_id, f"?filter=all&targetId={target}")
+    page.evaluate("() => { document.getElementById('tree').dataset.marked = 'kept'; }")
     page.locator('#tree [aria-selected="true"] > a').focus()
     page.keyboard.press("ArrowDown")
     page.keyboard.press("ArrowDown")
@@ -172,6 +173,11 @@ def test_moving_with_the_keys_previews_the_conversation(page: Page, big: tuple[s
     expect(page.locator('#tree [aria-selected="true"]')).to_have_attribute("data-entry-id", second)
     expect(page.locator('#tree [aria-selected="true"] > a')).to_be_focused()
     assert_selection_in_view(page, second)
+    # Only what describes the entry was swapped: the tree (its rows and scroll) is the one the page had, and
+    # the forms that carry the selection follow it (a filter change and Save label act on the new entry).
+    assert page.evaluate("() => document.getElementById('tree').dataset.marked") == "kept"
+    expect(page.locator("#tree-target-id")).to_have_value(second)
+    expect(page.locator('#label-form input[name="target_id"]')).to_have_value(second)
     # Moving the leaf stays an explicit choice: Enter on the previewed entry opens the navigator.
     page.keyboard.press("Enter")
     expect(page.locator("#navigator")).to_be_visible()

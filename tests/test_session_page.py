@@ -98,6 +98,37 @@ def test_htmx_conversation_request_gets_only_the_conversation(client: Client, tm
     assert 'id="tree"' not in html and "hx-swap-oob" not in html
 
 
+def test_htmx_selection_request_gets_what_describes_the_entry_and_no_rows(client: Client, tmp_path: Path):
+    """A row selected in the tree the browser holds (explorer.js): the reading pane, the header and the forms
+    that carry the selection, all out of band; the tree's rows stay where they are."""
+    session = import_fixture(tmp_path, BRANCHING)
+    response = client.get(
+        page(session), {"targetId": "b2000004", "filter": "all"}, headers={**HTMX, "HX-Target": "selection"}
+    )
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<html" not in html and 'id="tree"' not in html and 'role="treeitem"' not in html
+    for element in ("tree-target-id", "label-form", "branch-header", "pane-tabs", "conversation", "context"):
+        assert re.search(rf'id="{element}"[^>]*hx-swap-oob="true"', html, re.S), element
+    assert re.search(r'id="tree-target-id"\s+name="targetId"\s+value="b2000004"', html)
+    assert re.search(r'name="target_id" value="b2000004"', html)
+    assert entry_ids(part(html, "section", "conversation")) == path_to(session, "b2000004")
+    # The conversation's links keep the page's filter.
+    assert "filter=all&amp;targetId=b2000004" in html
+    # Without a selection there is nothing to describe: the whole tree, as for a tree request.
+    whole = client.get(page(session), headers={**HTMX, "HX-Target": "selection"}).content.decode()
+    assert whole.lstrip().startswith('<section id="tree"')
+
+
+def test_selection_keeps_the_filter_form_and_label_form_in_step(client: Client, tmp_path: Path):
+    session = import_fixture(tmp_path, BRANCHING)
+    html = client.get(page(session)).content.decode()
+    # No selection asked for: the filter form sends none (the hidden field is there, disabled, for a swap).
+    assert re.search(r'id="tree-target-id"\s+name="targetId"\s+value=""\s+disabled', html)
+    html = client.get(page(session), {"targetId": "b2000004"}).content.decode()
+    assert re.search(r'id="tree-target-id"\s+name="targetId"\s+value="b2000004"\s*>', html)
+
+
 def test_history_restore_request_gets_the_full_page(client: Client, tmp_path: Path):
     session = import_fixture(tmp_path, BRANCHING)
     response = client.get(page(session), headers={**HTMX, "HX-History-Restore-Request": "true"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import cached_property, partial
 from typing import Any, cast
 from urllib.parse import quote, urlencode
 
@@ -77,8 +77,12 @@ class PageState:
         }
         params.update(changes)
         query = urlencode({key: value for key, value in params.items() if value is not None and value != ""})
-        base = reverse("treeview:session_detail", kwargs={"session_id": self.session.session_id})
-        return f"{base}?{query}" if query else base
+        return f"{self.base_url}?{query}" if query else self.base_url
+
+    @cached_property
+    def base_url(self) -> str:
+        """The page's path (reversed once: a page asks for hundreds of its addresses)."""
+        return reverse("treeview:session_detail", kwargs={"session_id": self.session.session_id})
 
 
 def _page_state(request: HttpRequest, session: AgentSession) -> tuple[PageState, explorer.ExplorerTree]:
@@ -161,13 +165,21 @@ class EntryItem:
     next_url: str | None
 
 
-def _detail_context(request: HttpRequest, state: PageState, tree: explorer.ExplorerTree) -> dict[str, Any]:
+def _detail_context(
+    request: HttpRequest, state: PageState, tree: explorer.ExplorerTree, with_rows: bool = True
+) -> dict[str, Any]:
+    """The page's context; ``with_rows=False`` (a selection in the tree the browser already has): no window
+    of rows, only what describes the selected entry."""
     session = state.session
-    # Comment counts of the whole session in one query: the rows' badges and the "commented" filter.
-    counts = comment_service.comment_counts(session)
-    commented = frozenset(counts) if state.mode == explorer.COMMENTED else None
-    window = explorer.tree_window(tree, state.mode, state.query, state.target_id, state.start, commented)
-    selected = window.selected_id if state.target_id is None else state.target_id
+    window: explorer.TreeWindow | None = None
+    if with_rows:
+        # Comment counts of the whole session in one query: the rows' badges and the "commented" filter.
+        counts = comment_service.comment_counts(session)
+        commented = frozenset(counts) if state.mode == explorer.COMMENTED else None
+        window = explorer.tree_window(tree, state.mode, state.query, state.target_id, state.start, commented)
+        selected = window.selected_id if state.target_id is None else state.target_id
+    else:
+        selected = state.target_id
     pick_copy = state.copy is not None
     parent = session.parent()
     if parent is not None and not can_view(request.user, parent):
@@ -185,15 +197,10 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
         "rights": allowed,
         "refusals": access.REFUSALS,
         "state": state,
-        "window": window,
-        "rows": _row_items(state, window, counts, review.statuses),
-        "rows_url": _rows_url(state),
-        "earlier_url": state.url(start=window.earlier_start) if window.earlier else None,
-        "later_url": state.url(start=window.end) if window.later else None,
+        **(_window_context(state, window, counts, review.statuses) if window is not None else {}),
         "page_url": state.url(),
-        # The entry asked for (the conversation and the label form), and the row the tree selects for it.
+        # The entry asked for (the conversation and the label form).
         "selected_id": selected,
-        "tree_selected_id": window.selected_id,
         "filter_modes": explorer.VIEW_MODES,
         "links": session_links(session, pick_copy=pick_copy),
         "branch_download": (
@@ -239,6 +246,24 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
             if selected
             else None
         ),
+    }
+
+
+def _window_context(
+    state: PageState,
+    window: explorer.TreeWindow,
+    counts: dict[str, comment_service.EntryCounts],
+    statuses: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    """The tree pane's rows: the window drawn, its rows, and the addresses that load more."""
+    return {
+        "window": window,
+        "rows": _row_items(state, window, counts, statuses),
+        "rows_url": _rows_url(state),
+        "earlier_url": state.url(start=window.earlier_start) if window.earlier else None,
+        "later_url": state.url(start=window.end) if window.later else None,
+        # The row the tree selects for the entry asked for.
+        "tree_selected_id": window.selected_id,
     }
 
 
@@ -291,8 +316,17 @@ def _conversation_context(context: dict[str, Any], tree: explorer.ExplorerTree) 
 
 
 def _render_detail(request: HttpRequest, state: PageState, tree: explorer.ExplorerTree) -> HttpResponse:
-    context = _detail_context(request, state, tree)
     target = htmx_target(request)
+    if target == "selection" and state.target_id is not None and state.start is None:
+        # A row selected in the tree the browser already holds (explorer.js: a click, or the keys' preview):
+        # only what describes the entry, out of band (no rows: the tree stays, and so does its scroll).
+        context = _detail_context(request, state, tree, with_rows=False)
+        if state.tab == "context":
+            context.update(_context_tab_context(state, tree))
+        pane_context = {**_conversation_context(context, tree), "oob": True}
+        parts = (DETAIL_TEMPLATE + "#selection-forms", *SELECTION_PARTS)
+        return HttpResponse("".join(render_to_string(name, pane_context, request) for name in parts))
+    context = _detail_context(request, state, tree)
     if target == "conversation":
         pane = _conversation_context(context, tree)
         return TemplateResponse(request, DETAIL_TEMPLATE + "#conversation", pane)
@@ -307,15 +341,7 @@ def _render_detail(request: HttpRequest, state: PageState, tree: explorer.Explor
     # tab follows the selection while it is open, and closes when the URL has no ``tab=context``).
     tree_html = render_to_string(DETAIL_TEMPLATE + "#tree", context, request)
     pane_context = {**_conversation_context(context, tree), "oob": True}
-    pane_html = "".join(
-        render_to_string(name, pane_context, request)
-        for name in (
-            DETAIL_TEMPLATE + "#branch-header",
-            DETAIL_TEMPLATE + "#pane-tabs",
-            DETAIL_TEMPLATE + "#conversation",
-            CONTEXT_TEMPLATE + "#context",
-        )
-    )
+    pane_html = "".join(render_to_string(name, pane_context, request) for name in SELECTION_PARTS)
     return HttpResponse(tree_html + pane_html)
 
 
@@ -391,6 +417,13 @@ def set_label(request: HttpRequest, session_id: str) -> HttpResponse:
 # -- the context tab ---------------------------------------------------------------------------------------
 
 CONTEXT_TEMPLATE = "treeview/_context.html"
+#: The parts of the page that describe the selected entry, swapped out of band after a new selection.
+SELECTION_PARTS = (
+    DETAIL_TEMPLATE + "#branch-header",
+    DETAIL_TEMPLATE + "#pane-tabs",
+    DETAIL_TEMPLATE + "#conversation",
+    CONTEXT_TEMPLATE + "#context",
+)
 
 
 def _context_url(state: PageState, **changes: Any) -> str:
