@@ -64,7 +64,7 @@ STAMPS = """() => {
     if (!t.input || t.shown || !t.watch) return;
     if (t.watch()) { t.shown = performance.now(); paint(); }
   };
-  for (const type of ['keydown', 'change']) {
+  for (const type of ['keydown', 'change', 'click']) {
     document.addEventListener(type, () => { t.input = performance.now(); t.shown = 0; t.painted = 0; }, true);
   }
   new MutationObserver(check).observe(document.body, { subtree: true, childList: true, attributes: true });
@@ -80,6 +80,13 @@ WATCH_FILTER = """() => {
   window.__bench.watch = () => {
     const list = document.querySelector('#tree .tree-rows.virtual');
     return Boolean(list && list !== before);
+  };
+}"""
+WATCH_CONTEXT = """() => {
+  const before = document.getElementById('context');
+  window.__bench.watch = () => {
+    const pane = document.getElementById('context');
+    return Boolean(pane && pane !== before && !pane.hidden && pane.querySelector('.context-state'));
   };
 }"""
 # A scroll jump in the page: set the position, then a frame after every row of the view is there.
@@ -99,7 +106,7 @@ JUMP = """(top) => new Promise((resolve) => {
 })""".replace("FILLED", VIEW_FILLED)
 
 
-def _in_page(page: Any) -> float:
+def _in_page(page: Any, _event: str = "") -> float:
     page.wait_for_function("() => window.__bench.painted > window.__bench.input && window.__bench.shown")
     return float(page.evaluate("() => (window.__bench.painted - window.__bench.input) / 1000"))
 
@@ -176,6 +183,31 @@ def measure(base: str, session_id: str, repeat: int) -> dict[str, Any]:
             steps.append(time.perf_counter() - started)
         result["wheel_step_blank"] = _summary(steps)
         result["dom_after_scrolling"] = page.evaluate(COUNTS)
+        # Search: a word typed into the search box (a key every 80 ms, as a person types), from the last key
+        # until the tree shows the matches.
+        searches = []
+        words = ["src", "parse", "config", "error", "test"]
+        for i in range(repeat):
+            page.locator("#tree-search").fill("")
+            page.wait_for_function("() => !new URL(location.href).searchParams.get('q')")
+            page.wait_for_selector("#tree .tree-rows.virtual")
+            page.wait_for_timeout(300)
+            page.evaluate(WATCH_FILTER)
+            word = words[i % len(words)]
+            page.locator("#tree-search").press_sequentially(word, delay=80)
+            page.wait_for_function(f"() => new URL(location.href).searchParams.get('q') === '{word}'")
+            searches.append(_in_page(page))
+        result["search_after_last_key"] = _summary(searches)
+        # The Context tab: a click, until the tab shows what the model receives.
+        tabs = []
+        for _ in range(repeat):
+            page.locator("#tab-conversation").click()
+            page.wait_for_function("() => !new URL(location.href).searchParams.get('tab')")
+            page.wait_for_timeout(300)
+            page.evaluate(WATCH_CONTEXT)
+            page.locator("#tab-context").click()
+            tabs.append(_in_page(page, "click"))
+        result["context_tab"] = _summary(tabs)
         result["rows_shown"] = shown
         browser.close()
     return result

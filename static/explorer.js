@@ -635,8 +635,35 @@ document.addEventListener("arbor:tree-changed", (event) => {
   if (view) {
     event.preventDefault(); // handled here: live.js does not reload the tree
     refreshRows();
+    if (event.detail?.conversation) {
+      refreshConversation();
+    }
   }
 });
+
+// The branch on screen grew (the agent went on, a summary or a label was appended below its leaf): the
+// reading pane and the header again, for the entry they show; the tree and the selection stay.
+async function refreshConversation() {
+  const shown = openEntryId();
+  if (!shown || previewTimer !== null || selectionRequest) {
+    return; // a selection is on its way: it brings the new state with it
+  }
+  const url = new URL(window.location.href);
+  url.searchParams.set("targetId", shown);
+  const response = await fetch(url, {
+    headers: { "HX-Request": "true", "HX-Target": "selection", "HX-Current-URL": window.location.href },
+    credentials: "same-origin",
+  }).catch(() => null);
+  if (!response?.ok || openEntryId() !== shown || tree()?.querySelector(`.${LABEL_EDITOR}`)) {
+    return;
+  }
+  const pane = document.getElementById("reading-pane");
+  const top = pane?.scrollTop ?? 0;
+  swapParts(await response.text());
+  if (pane) {
+    pane.scrollTop = top; // the reader stays where they were reading
+  }
+}
 
 // The entry the conversation pane shows (after Enter or a click on its row, or a preview).
 function openEntryId() {

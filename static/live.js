@@ -1,8 +1,8 @@
 // The session page's websocket: one per page, reconnecting. Other scripts talk to it through DOM events, so
 // none of them imports another: `arbor:send` (detail: a message) goes out, `arbor:socket` (detail: a message)
 // comes in. A "changed" message (a label, a move, a summary or a sync, from this page or another) refreshes
-// the rows of the tree in view (explorer.js asks the rows endpoint for them), unless the reader is typing in
-// the tree or a navigation runs.
+// the rows of the tree in view (explorer.js asks the rows endpoint for them), and the conversation when it
+// shows the branch that grew, unless the reader is typing in the tree or a navigation runs.
 
 const root = document.getElementById("navigator-root");
 const RETRY_MAX_MS = 15_000;
@@ -13,6 +13,7 @@ let socket = null;
 let retryMs = 1000;
 let refreshTimer = null;
 let refreshWanted = false;
+let conversationStale = false; // a change extended the branch the conversation shows
 
 function status(text) {
   const line = document.getElementById("live-status");
@@ -42,8 +43,13 @@ function refresh() {
     return;
   }
   refreshWanted = false;
-  // The tree pane (explorer.js) fetches only the rows in view; without it, the tree is loaded again.
-  const event = new CustomEvent("arbor:tree-changed", { cancelable: true });
+  // The tree pane (explorer.js) fetches only the rows in view (and the reading pane when the branch on
+  // screen grew); without it, the tree is loaded again.
+  const event = new CustomEvent("arbor:tree-changed", {
+    cancelable: true,
+    detail: { conversation: conversationStale },
+  });
+  conversationStale = false;
   if (document.dispatchEvent(event)) {
     window.htmx.ajax("GET", window.location.href, { target: "#tree", swap: "outerHTML" });
   }
@@ -75,6 +81,11 @@ function connect() {
       return;
     }
     if (message.type === "changed") {
+      // The conversation shows the branch to the stored leaf: what was added below it belongs on screen too.
+      const previous = root.dataset.storedLeaf;
+      if (previous && document.querySelector(`#conversation article.entry[data-entry-id="${CSS.escape(previous)}"]`)) {
+        conversationStale = true;
+      }
       if (message.leaf !== undefined && message.leaf !== null) {
         root.dataset.storedLeaf = message.leaf;
       } else if (message.reason === "leaf") {

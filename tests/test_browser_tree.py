@@ -243,10 +243,17 @@ def test_a_live_change_fetches_only_the_rows_in_view(
     other.keyboard.press("Enter")
     chip = page.locator(f'#tree [data-entry-id="{target}"] .label-chip')
     expect(chip).to_have_text("seen-live", timeout=TIMEOUT_MS)
+    # The conversation showed the branch to the leaf, which the label extended: the reading pane and the
+    # forms follow too (the label field of the selected entry), the tree is not loaded again.
+    expect(page.locator("#label-input")).to_have_value("seen-live", timeout=TIMEOUT_MS)
+    expect(page.locator(f'#conversation article.selected[data-entry-id="{target}"]')).to_be_visible()
     other.close()
     fetched = [url for url in requests if f"/s/{session_id}/" in url]
-    assert fetched and all("/rows/?" in url for url in fetched), fetched
-    assert all(re.search(r"count=\d+", url) for url in fetched)
+    rows = [url for url in fetched if "/rows/?" in url]
+    assert rows and all(re.search(r"count=\d+", url) for url in rows), fetched
+    assert [url for url in fetched if url not in rows] == [
+        f"{base}/s/{session_id}/?filter=all&targetId={target}"
+    ], fetched
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
