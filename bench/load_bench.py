@@ -113,16 +113,21 @@ def _manage(env: dict[str, str], *args: str, timeout: float = 900) -> str:
 
 
 def _prepare(env: dict[str, str], session_file: Path) -> str:
-    """Import the sessions and make the users; the 50k session's id."""
+    """Import the sessions and make the users; the 50k session's id. The user who saves labels in the fan-out
+    (``u2``) may write on that session (a grant, as its owner gives one): the others only read."""
     _manage(env, "import_sessions", "-q", str(session_file), str(FIXTURES))
+    sid = str(json.loads(session_file.open("rb").readline())["id"])
     setup = (
         "from django.contrib.auth.models import User\n"
+        "from treeview.models import AgentSession, SessionGrant\n"
         f"User.objects.bulk_create([User(username=f'u{{i}}') for i in range({USERS})])\n"
         "for user in User.objects.all():\n"
         f"    user.set_password({PASSWORD!r}); user.save()\n"
+        f"session = AgentSession.objects.get(session_id={sid!r})\n"
+        "SessionGrant.objects.create(session=session, user=User.objects.get(username='u2'))\n"
     )
     _manage(env, "shell", "-c", setup)
-    return str(json.loads(session_file.open("rb").readline())["id"])
+    return sid
 
 
 def _daphne_pid(url: str) -> int:

@@ -8,3 +8,11 @@ class StaticStorage(CompressedManifestStaticFilesStorage):
     of an error on every page."""
 
     manifest_strict = False
+
+    def stored_name(self, name: str) -> str:
+        try:
+            return super().stored_name(name)
+        except ValueError:
+            # Not in the manifest and not in STATIC_ROOT (no `collectstatic` yet): WhiteNoise's finders serve
+            # the file under its own name.
+            return name

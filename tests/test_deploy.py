@@ -169,3 +169,13 @@ def test_arbor_serve_starts_the_workers_and_stops_them_all(tmp_path: Path) -> No
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+def test_production_profile_without_collectstatic_links_the_plain_names(tmp_path: Path) -> None:
+    """A quick try of the production profile (DEBUG off, no `collectstatic`): pages link the files by their
+    own names (WhiteNoise finds them) instead of failing with a 500 on every page."""
+    from sessions_site.static_storage import StaticStorage
+
+    storage = StaticStorage(location=str(tmp_path / "empty"), base_url="/static/")
+    assert storage.url("theme.js") == "/static/theme.js"
+    assert storage.url("favicon.svg") == "/static/favicon.svg"
