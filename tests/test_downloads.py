@@ -13,10 +13,10 @@ from django.test import AsyncClient
 
 from tests.reference import DATA, all_cases
 from treeview.models import AgentSession
-from treeview.services.append import move_leaf
-from treeview.services.export import load_manager
+from treeview.services.append import move_leaf, set_label
+from treeview.services.export import export_branch, export_branch_lines, load_manager
 from treeview.services.sync import sync_file
-from treeview.session.session_manager import SessionManager
+from treeview.session.session_manager import EntryNotFound, SessionManager
 
 pytestmark = pytest.mark.django_db
 
@@ -175,7 +175,8 @@ def test_branch_download_is_what_the_core_branch_writes(client, tmp_path, case):
 
         assert response.status_code == 200, entry_id
         assert response["Content-Type"] == "application/x-ndjson"
-        text = response.content.decode()
+        assert response.streaming  # at the reader's pace (tests/test_downloads_stream.py)
+        text = body(response).decode()
         core = SessionManager.open(path)
         positional = core.migrated
         # A v1 file gets fresh ids at each load: the same entry is at the same position.
@@ -195,12 +196,88 @@ def test_branch_download_is_what_the_core_branch_writes(client, tmp_path, case):
         assert filename.startswith(header["timestamp"].replace(":", "-").replace(".", "-"))
 
 
+class _Fresh:
+    """Deterministic stand-ins for what ``/branch`` draws at random (session id, time, label ids)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, *args: object) -> str:
+        self.count += 1
+        return f"fresh{self.count:04d}"
+
+    def now(self) -> str:
+        self.count += 1
+        return f"2026-01-01T00:00:{self.count % 60:02d}.000Z"
+
+
+def _deterministic(monkeypatch) -> _Fresh:
+    import treeview.session.session_manager as manager_module
+
+    fresh = _Fresh()
+    monkeypatch.setattr(manager_module, "new_session_id", fresh)
+    monkeypatch.setattr(manager_module, "generate_id", fresh)
+    monkeypatch.setattr(manager_module, "iso_now", fresh.now)
+    return fresh
+
+
+def _never(*args: object) -> None:
+    raise AssertionError("the whole session was loaded")
+
+
+LATEST = sorted((DATA / "latest").glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("source", [case.path for case in CASES] + LATEST, ids=lambda p: p.name)
+def test_the_streamed_branch_is_the_branch_built_whole_byte_for_byte(monkeypatch, tmp_path, source):
+    session, _ = imported(tmp_path, source)
+    rows = session.entries.exclude(type="session").order_by("seq").values_list("entry_id", flat=True)
+    ids = [entry_id for entry_id in rows if entry_id]
+    # the leaf, the first and a middle entry, and a label (its path ends on a dropped label entry)
+    labels = list(session.entries.filter(type="label").values_list("entry_id", flat=True)[:1])
+    targets = {session.leaf_id, *ids[:1], *ids[len(ids) // 2 : len(ids) // 2 + 1], *labels} - {None, ""}
+    assert targets
+    fresh = _deterministic(monkeypatch)
+    current = json.loads(session.header_raw).get("version", 1) >= 3
+    for entry_id in sorted(targets):
+        fresh.count = 0
+        whole_name, whole = export_branch(session, entry_id)
+        fresh.count = 0
+        with monkeypatch.context() as patched:
+            if current:  # streamed: the session is never loaded whole (only v1 and v2 files are)
+                patched.setattr("treeview.services.export.load_manager", _never)
+            name, lines = export_branch_lines(session, entry_id)
+            text = "".join(lines)
+        assert (name, text) == (whole_name, whole), entry_id
+    with pytest.raises(EntryNotFound):
+        export_branch_lines(session, "no-such-entry")
+
+
+def test_a_branch_with_arbor_entries_and_relabels_streams_the_same_bytes(monkeypatch, tmp_path):
+    session, _ = imported(tmp_path, DATA / "handmade" / "v3_branching_labels.jsonl")
+    labels = session.resolved_labels()
+    target, *others = labels
+    set_label(session, target, "renamed by Arbor")
+    if others:
+        set_label(session, others[0], None)
+    move_leaf(session, target)
+    session.refresh_from_db()
+    assert session.entries.filter(in_file=False).exists()
+    fresh = _deterministic(monkeypatch)
+    for entry_id in (target, session.leaf_id):
+        fresh.count = 0
+        whole = export_branch(session, entry_id)
+        fresh.count = 0
+        name, lines = export_branch_lines(session, entry_id)
+        assert (name, "".join(lines)) == whole
+
+
 def test_branch_download_keeps_the_labels_on_the_path(client, tmp_path):
     session, _ = imported(tmp_path, DATA / "handmade" / "v3_branching_labels.jsonl")
     labels = session.resolved_labels()
     assert labels
 
-    text = client.get(f"/s/{session.session_id}/branch/{session.leaf_id}.jsonl").content.decode()
+    text = body(client.get(f"/s/{session.session_id}/branch/{session.leaf_id}.jsonl")).decode()
 
     branched = SessionManager.from_text(text)
     path = {entry["id"] for entry in load_manager(session).get_branch(session.leaf_id)}

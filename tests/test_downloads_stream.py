@@ -20,6 +20,8 @@ ENTRIES = 4000
 TEXT = 10_000  # characters per entry: a file of about 40 MB
 SID = "stream-big-0001"
 URL = f"/s/{SID}/download.jsonl"
+#: The branch to the last entry: the whole 40 MB again, written as /branch writes a new file.
+BRANCH_URL = f"/s/{SID}/branch/b{ENTRIES - 1}.jsonl"
 STALLED = 5
 
 pytestmark = pytest.mark.browser  # a live server in a subprocess, like the browser tests
@@ -67,13 +69,13 @@ def _rss_mb(pid: int) -> float:
     raise AssertionError("no VmRSS")
 
 
-def _stalled_reader(url: str) -> socket.socket:
+def _stalled_reader(url: str, path: str = URL) -> socket.socket:
     """A client that asks for the file, reads its first bytes and then stops reading."""
     host, port = url.removeprefix("http://").split(":")
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024)
     sock.connect((host, int(port)))
-    sock.sendall(f"GET {URL} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
     assert sock.recv(16 * 1024).startswith(b"HTTP/1.1 200")
     return sock
 
@@ -91,18 +93,19 @@ def _settled_rss(pid: int, seconds: float = 8) -> float:
     return last
 
 
-def test_stalled_readers_hold_about_a_chunk_each(server: tuple[str, Path]) -> None:
+@pytest.mark.parametrize("path", [URL, BRANCH_URL], ids=["session", "branch"])
+def test_stalled_readers_hold_about_a_chunk_each(server: tuple[str, Path], path: str) -> None:
     url, _ = server
     pid = _daphne_pid(url)
     host = url.removeprefix("http://")
     # one whole download first: what a download costs once (imports, caches) is not what we measure
     conn = http.client.HTTPConnection(host, timeout=60)
-    conn.request("GET", URL)
+    conn.request("GET", path)
     size = len(conn.getresponse().read())
     conn.close()
     assert size > 35_000_000
     before = _settled_rss(pid)
-    readers = [_stalled_reader(url) for _ in range(STALLED)]
+    readers = [_stalled_reader(url, path) for _ in range(STALLED)]
     try:
         grown = _settled_rss(pid) - before
         print(f"RSS before {before:.0f} MB, with {STALLED} stalled readers +{grown:.0f} MB")

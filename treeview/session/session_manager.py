@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -704,17 +704,53 @@ class SessionManager:
         path = self.get_branch(leaf_id)
         if not path:
             raise EntryNotFound(leaf_id)
+        kept = _rechained(path) if self.agent == "pi" else [e for e in path if e.get("type") != "label"]
+        header, label_entries, slot = self._branch_parts(
+            {entry["id"] for entry in kept}, kept[-1]["id"] if kept else None
+        )
+        self._replace(header, kept + label_entries)
+        self.title_slot = slot
+        if self.persist and self.session_file is not None:
+            # Written immediately, even without an assistant message (§10.10 step 6).
+            self._write_new_file()
+        return self.session_file
+
+    def branch_export(
+        self, path: Iterable[Entry], kept_ids: set[str], last_kept: str | None
+    ) -> tuple[Entry, Iterator[str]]:
+        """The file :meth:`create_branched_session` writes, made lazily from ``path`` (the entries root →
+        leaf, read as they are needed) without loading or changing this session: (new header, its lines).
+        ``kept_ids`` are the ids of the path's entries that are not labels, ``last_kept`` the last of them;
+        this manager needs only its header, title slot, cwd, file and labels."""
+        header, label_entries, slot = self._branch_parts(set(kept_ids), last_kept)
+
+        def lines() -> Iterator[str]:
+            if slot is not None:
+                yield dumps(slot) + "\n"
+            yield dumps(header) + "\n"
+            if self.agent == "pi":
+                kept: Iterable[Entry] = _rechain(path)
+            else:
+                kept = (entry for entry in path if entry.get("type") != "label")
+            for entry in kept:
+                yield dumps(entry) + "\n"
+            for entry in label_entries:
+                yield dumps(entry) + "\n"
+
+        return header, lines()
+
+    def _branch_parts(
+        self, kept_ids: set[str], last_kept: str | None
+    ) -> tuple[Entry, list[Entry], Entry | None]:
+        """The /branch file's header, re-created labels and title slot (omp), for a path whose kept entries
+        (labels dropped) have ``kept_ids``, the last being ``last_kept``; labels' ids are added."""
         pi = self.agent == "pi"
-        kept = [entry for entry in path if entry.get("type") != "label"]
-        if pi:
-            kept = _rechained(path)
-        kept_ids = {entry["id"] for entry in kept}
         labels = [(target, label) for target, label in self.labels.items() if target in kept_ids]
         label_times = dict(self.label_times)
         header = self._new_header(self.session_file)
         if self.agent == "omp":
             header = self._omp_branch_header(header)
-        parent_id = kept[-1]["id"] if kept else None
+        parent_id = last_kept
         label_entries: list[Entry] = []
         for target_id, label in labels:
             label_entry = {
@@ -730,12 +766,7 @@ class SessionManager:
             label_entries.append(label_entry)
             parent_id = label_entry["id"]
         slot = self._branch_title_slot(header) if self.agent == "omp" else None
-        self._replace(header, kept + label_entries)
-        self.title_slot = slot
-        if self.persist and self.session_file is not None:
-            # Written immediately, even without an assistant message (§10.10 step 6).
-            self._write_new_file()
-        return self.session_file
+        return header, label_entries, slot
 
     def _omp_branch_header(self, header: Entry) -> Entry:
         # oh-my-pi 18 carries the title into the new header (undefined keys are left out).
@@ -875,7 +906,11 @@ class SessionManager:
 def _rechained(path: list[Entry]) -> list[Entry]:
     """pi's /branch: the path without its label entries, each entry re-linked to the kept one before it (a
     compaction whose first kept entry was a dropped label points at the entry that took its place)."""
-    kept: list[Entry] = []
+    return list(_rechain(path))
+
+
+def _rechain(path: Iterable[Entry]) -> Iterator[Entry]:
+    """:func:`_rechained`, one entry at a time (a streamed /branch download)."""
     replacement: dict[Any, Any] = {}
     pending: list[Any] = []
     parent_id: Any = None
@@ -891,9 +926,8 @@ def _rechained(path: list[Entry]) -> list[Entry]:
             first = entry.get("firstKeptEntryId")
             if first != entry.get("id"):
                 copy["firstKeptEntryId"] = replacement.get(first, first)
-        kept.append(copy)
+        yield copy
         parent_id = entry.get("id")
-    return kept
 
 
 def _until_repeat(path: list[int]) -> list[int]:

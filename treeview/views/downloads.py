@@ -10,12 +10,12 @@ from pathlib import Path
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, StreamingHttpResponse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_safe
 
 from treeview.models import AgentSession
-from treeview.services.export import export_branch, export_lines
+from treeview.services.export import export_branch_lines, export_lines
 from treeview.session.session_manager import EntryNotFound
 from treeview.views.common import session_or_404
 
@@ -107,13 +107,12 @@ def download_session(request: HttpRequest, session_id: str) -> StreamingHttpResp
 
 
 @require_safe
-def download_branch(request: HttpRequest, session_id: str, entry_id: str) -> HttpResponse:
-    """A new session file holding the path root → ``entry_id``, as ``/branch`` writes it."""
+def download_branch(request: HttpRequest, session_id: str, entry_id: str) -> StreamingHttpResponse:
+    """A new session file holding the path root → ``entry_id``, as ``/branch`` writes it, streamed at the
+    reader's pace like the whole file."""
     session = session_or_404(request, session_id)
     try:
-        name, text = export_branch(session, entry_id)
+        name, lines = export_branch_lines(session, entry_id)
     except EntryNotFound:
         raise Http404("no entry with this id in the session") from None
-    response = HttpResponse(text.encode("utf-8", errors="surrogatepass"), content_type=NDJSON)
-    response["Content-Disposition"] = content_disposition_header(True, name)
-    return response
+    return streamed(request, lines, NDJSON, name)
