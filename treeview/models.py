@@ -293,6 +293,11 @@ class AgentSession(models.Model):
             return prompt if len(prompt) <= TITLE_CHARS else prompt[: TITLE_CHARS - 1].rstrip() + "…"
         return self.session_id
 
+    @property
+    def spawned_from_name(self) -> str:
+        """The file name of the session that spawned this transcript (its path is the site's business)."""
+        return self.spawned_from_path.replace("\\", "/").rsplit("/", 1)[-1]
+
     def parent(self) -> AgentSession | None:
         """The imported session ``parentSession`` names (a file path or a session id), if there is one."""
         if not self.parent_session:
