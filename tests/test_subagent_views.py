@@ -131,3 +131,9 @@ def test_hostile_agent_ids_are_escaped(client, tree) -> None:
     AgentSession.objects.filter(pk=tree["Bob"].pk).update(agent_key="<script>x</script>")
     html = client.get("/").content.decode()
     assert "<script>x</script>" not in html and "&lt;script&gt;x&lt;/script&gt;" in html
+
+
+def test_search_finds_words_of_a_subagent_and_names_it(client, tree) -> None:
+    html = unescape(client.get("/search/", {"q": "part Anna.Cy"}).content.decode())
+    assert f'href="{detail(tree["Anna.Cy"])}' in html
+    assert "subagent <code>Anna.Cy</code>" in html
