@@ -137,3 +137,8 @@ def test_search_finds_words_of_a_subagent_and_names_it(client, tree) -> None:
     html = unescape(client.get("/search/", {"q": "part Anna.Cy"}).content.decode())
     assert f'href="{detail(tree["Anna.Cy"])}' in html
     assert "subagent <code>Anna.Cy</code>" in html
+
+
+def test_a_subagent_page_offers_no_fork_resume_but_a_clone_does(client, tree) -> None:
+    assert "Resume this fork" not in client.get(detail(tree["Anna"])).content.decode()
+    assert "Resume this fork" in client.get(detail(tree["Tan-1234"])).content.decode()

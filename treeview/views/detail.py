@@ -256,7 +256,12 @@ def _fork_context(
         "branch_picker_url": fork.picker_url(state.session, state.copy) if may_fork else None,
         "continue_text": fork.continue_text(parent, request.GET.get("continueFrom")),
         # A fork: where its file is and how to go on with it in the agent.
-        "resume": fork_service.resume_hint(state.session) if state.session.parent_session else None,
+        # (a subagent's transcript is not resumed: its session is, and the breadcrumb leads there)
+        "resume": (
+            fork_service.resume_hint(state.session)
+            if state.session.parent_session and state.session.subagent_kind in ("", "clone")
+            else None
+        ),
         "write_back": settings.ARBOR_WRITE_BACK,
     }
 
