@@ -232,3 +232,55 @@ def test_parent_session_as_an_id_or_a_path_names_the_parent(tmp_path: Path) -> N
     assert forked.parent() == rows["session"] and forked.subagent_of is None
     # the forks of a session are its forks, not its subagents
     assert list(rows["session"].forks()) == [forked]
+
+
+# -- pushed files (the server names them by hash: the client's paths place them) --------------------------
+
+
+def test_pushed_subagents_nest_under_their_pushed_session(tmp_path: Path, settings, client) -> None:
+    import orjson
+    from django.contrib.auth.models import User
+
+    from treeview.ingest.tokens import create_token
+
+    settings.ARBOR_SINGLE_USER = False
+    settings.ARBOR_DATA_DIR = tmp_path / "data"
+    paths = build_tree(tmp_path / "laptop")
+    alice = User.objects.create_user("alice", password="pw")
+    auth = {"Authorization": f"Bearer {create_token(alice, 'laptop')[1]}"}
+
+    def push(path: Path) -> AgentSession:
+        data = path.read_bytes()
+        sid = orjson.loads(data.split(b"\n", 1)[0])["id"]
+        body = orjson.dumps({"machine": "laptop", "path": str(path), "session_id": sid})
+        key = client.post("/api/v1/sources", body, content_type="application/json", headers=auth).json()[
+            "source"
+        ]
+        response = client.post(
+            f"/api/v1/sources/{key}/append?offset=0",
+            data,
+            content_type="application/octet-stream",
+            headers=auth,
+        )
+        assert response.status_code == 200, response.content
+        row = AgentSession.objects.filter(session_id=sid).order_by("-pk").first()
+        assert row is not None
+        return row
+
+    cy = push(paths["Anna.Cy"])  # before its parent: placed by its header's parentSession
+    assert cy.subagent_kind == "task" and cy.subagent_of is None
+    anna = push(paths["Anna"])
+    session = push(paths["session"])
+    bob = push(paths["Bob"])
+    rows = {s.session_id: s for s in AgentSession.objects.all()}
+    assert rows[cy.session_id].subagent_of_id == anna.pk
+    assert rows[anna.session_id].subagent_of_id == session.pk
+    assert rows[bob.session_id].subagent_of_id == session.pk
+    assert rows[session.session_id].subagent_of_id is None and rows[session.session_id].subagent_kind == ""
+    # another person's push of the same files from a machine of the same name joins none of them
+    mallory = User.objects.create_user("mallory", password="pw")
+    auth = {"Authorization": f"Bearer {create_token(mallory, 'laptop')[1]}"}
+    theirs = AgentSession.objects.filter(owner=mallory)
+    push(paths["Anna"])
+    assert theirs.get().subagent_kind == "task" and theirs.get().subagent_of is None
+    assert AgentSession.objects.get(pk=cy.pk).subagent_of_id == anna.pk
