@@ -63,7 +63,10 @@ def test_a_subagent_whose_session_is_missing_is_a_row_with_a_note(client, tree) 
     assert rows_in(html) == 4  # Anna (with Anna.Cy under it), Bob, the advisor, the clone
     assert f'id="session-{tree["Anna"].pk}"' in html
     assert f'id="session-{tree["Anna.Cy"].pk}"' not in html
-    assert "Subagent transcript <code>Anna</code>" in html and "a session Arbor has not imported" in html
+    assert (
+        "Subagent transcript <code>Anna</code>" in html
+        and "a session not imported (or not shared with you)" in html
+    )
     assert f"<code>{Path(tree['Anna'].spawned_from_path).name}</code>" in html
     assert tree["Anna"].spawned_from_path not in html  # the name, never the site's path
 
@@ -115,7 +118,7 @@ def test_a_subagent_of_a_missing_session_says_so_on_its_page(client, tree) -> No
     tree["session"].delete()
     html = unescape(client.get(detail(tree["Bob"])).content.decode())
     assert "subagent-breadcrumb" not in html
-    assert "of a session Arbor has not imported" in html
+    assert "of a session not imported (or not shared with you)" in html
 
 
 def test_a_fork_still_shows_forked_from(client, tree, tmp_path: Path) -> None:
@@ -142,3 +145,23 @@ def test_search_finds_words_of_a_subagent_and_names_it(client, tree) -> None:
 def test_a_subagent_page_offers_no_fork_resume_but_a_clone_does(client, tree) -> None:
     assert "Resume this fork" not in client.get(detail(tree["Anna"])).content.decode()
     assert "Resume this fork" in client.get(detail(tree["Tan-1234"])).content.decode()
+
+
+def test_subagents_of_a_session_someone_may_not_see_stand_on_their_own(client, tree, settings) -> None:
+    from django.contrib.auth.models import User
+
+    settings.ARBOR_SINGLE_USER = False
+    alice = User.objects.create_user("alice", password="pw")
+    bob = User.objects.create_user("bob", password="pw")
+    AgentSession.objects.filter(pk=tree["session"].pk).update(owner=alice, visibility="private")
+    client.force_login(bob)
+    html = client.get("/").content.decode()
+    assert f'id="session-{tree["session"].pk}"' not in html
+    assert rows_in(html) == 4 and f'id="session-{tree["Anna"].pk}"' in html
+    assert f'id="session-{tree["Anna.Cy"].pk}"' not in html  # still under Anna, whom bob sees
+    # and no breadcrumb to the session bob may not see
+    page = client.get(detail(tree["Anna"])).content.decode()
+    assert "subagent-breadcrumb" not in page and "Split the shop refactor" not in page
+    assert "of a session not imported (or not shared with you)" in page
+    client.force_login(alice)
+    assert rows_in(client.get("/").content.decode()) == 1

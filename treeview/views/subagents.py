@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from django.db.models import Q, QuerySet
 
-from treeview.access import visible_sessions
+from treeview.access import sees_everything, visible_sessions
 from treeview.models import AgentSession, Entry
 from treeview.session.subagents import task_call_names, task_result_agent_ids
 from treeview.views.common import SessionLinks, session_links, shared_ids
@@ -22,6 +22,9 @@ MAX_DEPTH = 8
 def top_level(sessions: QuerySet[AgentSession], user: Any) -> QuerySet[AgentSession]:
     """The sessions the list shows as rows: not a subagent of a session ``user`` sees (a subagent whose
     session is not imported, or not visible to them, stands on its own)."""
+    if sees_everything(user):
+        # (a subagent's parent row exists: deleting it empties subagent_of)
+        return sessions.filter(subagent_of__isnull=True)
     visible_parents = visible_sessions(user).values("pk")
     return sessions.filter(Q(subagent_of__isnull=True) | ~Q(subagent_of__in=visible_parents))
 
