@@ -208,7 +208,11 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
             else None
         ),
         # A subagent transcript: the sessions above it, each at the task call that spawned the next.
-        "breadcrumb": subagents.breadcrumb(session, request.user) if session.subagent_of_id else [],
+        "breadcrumb": (
+            subagents.breadcrumb(session, request.user)
+            if session.subagent_of_id and htmx_target(request) is None
+            else []
+        ),
         "viewer": request.user,
         "parent": parent,
         "parent_links": session_links(parent, pick_copy=False) if parent is not None else None,
