@@ -165,3 +165,31 @@ def test_subagents_of_a_session_someone_may_not_see_stand_on_their_own(client, t
     assert "of a session not imported (or not shared with you)" in page
     client.force_login(alice)
     assert rows_in(client.get("/").content.decode()) == 1
+
+
+def test_a_subagent_heavy_tree_is_one_row_and_costs_a_query_per_level(client, tmp_path: Path) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.subagent_tree import subagent_lines
+
+    paths = build_tree(tmp_path)
+    folder = paths["session"].with_suffix("")
+    for n in range(30):
+        name = f"Worker-{n}"
+        lines = subagent_lines(f"worker-{n}", str(paths["session"]), f"Do part {name}", [f"{name}.Sub"])
+        (folder / f"{name}.jsonl").write_text("".join(line + "\n" for line in lines))
+        sub = subagent_lines(f"worker-{n}-sub", str(folder / f"{name}.jsonl"), "deeper")
+        (folder / name).mkdir()
+        (folder / name / f"{name}.Sub.jsonl").write_text("".join(line + "\n" for line in sub))
+    results = sync_paths([tmp_path])
+    assert len(results) == 6 + 60 and {r.status for r in results} == {"new"}
+    client.get("/")  # warm up (sessions, site settings)
+    with CaptureQueriesContext(connection) as heavy:
+        html = client.get("/").content.decode()
+    assert rows_in(html) == 1 and "65 subagent transcripts" in html
+    AgentSession.objects.filter(session_id__startswith="worker-").delete()
+    with CaptureQueriesContext(connection) as light:
+        html = client.get("/").content.decode()
+    assert "5 subagent transcripts" in html
+    assert len(heavy) == len(light)  # the same queries, whatever the number of transcripts
