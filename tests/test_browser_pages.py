@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser import BENIGN_CONSOLE_ERRORS, BROWSER_MARKS, REPO, TIMEOUT_MS, live_server, sign_in
-from tests.screens import CONTRAST_CHECK, CSP_LISTENER, SETUP, SHOWCASE_ID
+from tests.screens import CHECKER_ID, CONTRAST_CHECK, CSP_LISTENER, SETUP, SHOWCASE_ID
 
 pytestmark = BROWSER_MARKS
 
@@ -44,6 +44,7 @@ def pages(token: str) -> list[str]:
         f"/share/{token}/",
         "/s/no-such-session/",
         f"/s/{SHOWCASE_ID}/",
+        f"/s/{CHECKER_ID}/",  # a nested subagent's page: its breadcrumb
     ]
 
 
