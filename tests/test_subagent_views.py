@@ -193,3 +193,14 @@ def test_a_subagent_heavy_tree_is_one_row_and_costs_a_query_per_level(client, tm
         html = client.get("/").content.decode()
     assert "5 subagent transcripts" in html
     assert len(heavy) == len(light)  # the same queries, whatever the number of transcripts
+
+
+def test_the_session_page_lists_every_transcript_it_spawned(client, tree) -> None:
+    html = client.get(detail(tree["session"])).content.decode()
+    spawned = re.search(r'<dd class="subagent-spawned">(.*?)</dd>', html, re.S)
+    assert spawned is not None
+    for key in ("Anna", "Bob", "__advisor", "Tan-1234"):
+        assert f'href="{detail(tree[key])}"' in spawned.group(1)
+    assert "Anna.Cy" not in spawned.group(1)  # on Anna's page
+    assert 'title="advisor: Review the plan"' in spawned.group(1)
+    assert "subagent-spawned" not in client.get(detail(tree["Bob"])).content.decode()

@@ -214,6 +214,8 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
             else []
         ),
         "viewer": request.user,
+        # Every transcript it spawned (advisors and /tan clones have no task call to open them from).
+        "spawned": subagents.direct_links(session, request.user) if htmx_target(request) is None else [],
         "parent": parent,
         "parent_links": session_links(parent, pick_copy=False) if parent is not None else None,
         # /branch: the sessions branched from this one, the picker, and the text to continue from.

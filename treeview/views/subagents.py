@@ -11,7 +11,7 @@ import orjson
 from django.db.models import Q, QuerySet
 
 from treeview.access import sees_everything, visible_sessions
-from treeview.models import AgentSession, Entry
+from treeview.models import AgentSession, Entry, SubagentKind
 from treeview.session.subagents import task_call_names, task_result_agent_ids
 from treeview.views.common import SessionLinks, session_links, shared_ids
 
@@ -132,6 +132,18 @@ class SubagentLink:
     label: str
     url: str | None
     title: str
+
+
+def direct_links(session: AgentSession, user: Any) -> list[SubagentLink]:
+    """Links to the transcripts ``session`` spawned itself (task subagents, advisors, clones), by agent id."""
+    spawned = visible_sessions(user, session.subagents.all()).with_first_prompt().order_by("created_at", "pk")
+    kinds = dict(SubagentKind.choices)
+    return [
+        SubagentLink(
+            s.agent_key or s.session_id, _detail(s), f"{kinds.get(s.subagent_kind, '')}: {s.display_title}"
+        )
+        for s in spawned
+    ]
 
 
 def task_links(session: AgentSession, entry_ids: list[str], user: Any) -> dict[str, list[SubagentLink]]:
