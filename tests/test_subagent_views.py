@@ -204,3 +204,9 @@ def test_the_session_page_lists_every_transcript_it_spawned(client, tree) -> Non
     assert "Anna.Cy" not in spawned.group(1)  # on Anna's page
     assert 'title="advisor: Review the plan"' in spawned.group(1)
     assert "subagent-spawned" not in client.get(detail(tree["Bob"])).content.decode()
+
+
+def test_a_subagent_in_a_worktree_adds_no_project_to_the_filter(client, tree) -> None:
+    AgentSession.objects.filter(pk=tree["Bob"].pk).update(cwd="/tmp/omp-worktree-bob")
+    html = client.get("/").content.decode()
+    assert "omp-worktree-bob" not in html

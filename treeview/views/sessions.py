@@ -159,7 +159,8 @@ def _listed_sessions(user: Any, filters: ListFilters) -> Any:
 
 
 def _project_choices(user: Any, current: str) -> list[ProjectChoice]:
-    cwds = visible_sessions(user).projects()
+    # (a subagent that ran in a worktree has a directory of its own: not a project of the list)
+    cwds = top_level(visible_sessions(user), user).projects()
     names = [project_name(cwd) for cwd in cwds]
     choices = []
     for cwd, name in zip(cwds, names, strict=True):
