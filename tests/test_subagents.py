@@ -284,3 +284,12 @@ def test_pushed_subagents_nest_under_their_pushed_session(tmp_path: Path, settin
     push(paths["Anna"])
     assert theirs.get().subagent_kind == "task" and theirs.get().subagent_of is None
     assert AgentSession.objects.get(pk=cy.pk).subagent_of_id == anna.pk
+
+
+def test_a_subagent_is_titled_by_its_task_and_a_clone_as_a_fork(tmp_path: Path) -> None:
+    paths = build_tree(tmp_path)
+    for name in ("session", "Anna", "Tan-1234"):  # the parent first: its title is known
+        sync_file(paths[name])
+    rows = by_key()
+    assert rows["Anna"].title == ""  # the list and the page show its first prompt, its task
+    assert rows["Tan-1234"].title.startswith("Fork of ")

@@ -978,8 +978,9 @@ def update_totals(session: AgentSession, *, move_leaf: bool = True) -> None:
             if isinstance(name, str) and name.strip():
                 session.title = name.strip()[:500]
                 break
-    if not session.title and session.parent_session:
-        # A fork (``/branch``, a subagent) shares its original's first prompt: its own title tells them apart.
+    if not session.title and session.parent_session and session.subagent_kind in ("", "clone"):
+        # A fork (`/branch`, a /tan clone) shares its original's first prompt: its own title tells them apart
+        # (a subagent's first prompt is its own task: that is its title).
         parent = session.parent()
         if parent is not None:
             session.title = f"Fork of {parent.display_title}"[:500]
