@@ -71,7 +71,11 @@ def test_a_subagent_whose_session_is_missing_is_a_row_with_a_note(client, tree) 
     assert tree["Anna"].spawned_from_path not in html  # the name, never the site's path
 
 
-@pytest.mark.parametrize("headers", [{}, HTMX], ids=["page", "htmx"])
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {**HTMX, "HX-Target": "conversation"}, {**HTMX, "HX-Target": "tree"}],
+    ids=["page", "htmx-conversation", "htmx-selection"],
+)
 def test_the_task_call_and_its_result_link_to_the_transcripts(client, tree, headers) -> None:
     # the result entry selected: the whole branch is on the page (the htmx answer is the panes)
     response = client.get(detail(tree["session"]), {"targetId": "a0000003"}, headers=headers)
