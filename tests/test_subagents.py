@@ -293,3 +293,21 @@ def test_a_subagent_is_titled_by_its_task_and_a_clone_as_a_fork(tmp_path: Path) 
     rows = by_key()
     assert rows["Anna"].title == ""  # the list and the page show its first prompt, its task
     assert rows["Tan-1234"].title.startswith("Fork of ")
+
+
+def test_an_archived_session_keeps_its_subagents(tmp_path: Path) -> None:
+    import gzip
+
+    # omp's archive (`omp gc`): the session file gzipped, its artifacts folder moved beside it as it is
+    archive = tmp_path / "archive" / "sessions" / "--home-dev-shop--"
+    paths = build_tree(archive)
+    paths["session"].with_name(paths["session"].name + ".gz").write_bytes(
+        gzip.compress(paths["session"].read_bytes())
+    )
+    paths["session"].unlink()
+    results = sync_paths([tmp_path])
+    assert {r.status for r in results} == {"new"}, [r.error for r in results]
+    rows = by_key()
+    assert rows["session"].source_path.endswith(".jsonl.gz")
+    assert AgentSession.objects.filter(subagent_of__isnull=True).get() == rows["session"]
+    assert rows["Anna"].subagent_of == rows["session"] and rows["Anna.Cy"].subagent_of == rows["Anna"]

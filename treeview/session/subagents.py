@@ -26,6 +26,7 @@ CLONE = "clone"
 ADVISOR_STEM = "__advisor"
 CLONE_PREFIX = "Tan-"
 SUFFIX = ".jsonl"
+ARCHIVE_SUFFIX = ".jsonl.gz"
 
 
 @dataclass(frozen=True)
@@ -50,22 +51,24 @@ def subagent_place(
 ) -> SubagentPlace | None:
     """The place of ``path`` in its parent's artifacts folder, or None for a session of its own.
 
-    A file is a subagent transcript when the session file its folder belongs to (``<folder>.jsonl``) is there,
-    or, when that file is gone, when the transcript says so itself: a header ``parentSession`` naming a file
-    of that name (a task subagent), or a name only oh-my-pi gives its artifacts (an advisor, a ``/tan``
-    clone)."""
+    A file is a subagent transcript when the session file its folder belongs to (``<folder>.jsonl``, or the
+    archived ``<folder>.jsonl.gz``) is there, or, when that file is gone, when the transcript says so itself:
+    a header ``parentSession`` naming a file of that name (a task subagent), or a name only oh-my-pi gives its
+    artifacts (an advisor, a ``/tan`` clone)."""
     name = os.path.basename(path)
     if not name.endswith(SUFFIX) or name == SUFFIX:
         return None
     folder = os.path.dirname(path)
     if not os.path.basename(folder):
         return None
-    parent_path = folder + SUFFIX
     stem = name[: -len(SUFFIX)]
     kind = kind_of(stem)
+    # oh-my-pi's archive gzips the session file and moves its folder beside it as it is
+    for parent_path in (folder + SUFFIX, folder + ARCHIVE_SUFFIX):
+        if exists(parent_path):
+            return SubagentPlace(parent_path, stem, kind)
+    parent_path = folder + SUFFIX
     place = SubagentPlace(parent_path, stem, kind)
-    if exists(parent_path):
-        return place
     parent = header.get("parentSession")
     if isinstance(parent, str) and parent.endswith(os.sep + os.path.basename(parent_path)):
         return place
