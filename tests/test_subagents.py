@@ -311,3 +311,14 @@ def test_an_archived_session_keeps_its_subagents(tmp_path: Path) -> None:
     assert rows["session"].source_path.endswith(".jsonl.gz")
     assert AgentSession.objects.filter(subagent_of__isnull=True).get() == rows["session"]
     assert rows["Anna"].subagent_of == rows["session"] and rows["Anna.Cy"].subagent_of == rows["Anna"]
+
+
+def test_an_upload_named_like_an_artifact_is_a_session_of_its_own(tmp_path: Path, settings) -> None:
+    from treeview.services.sync import import_upload
+
+    settings.ARBOR_UPLOAD_DIR = str(tmp_path / "uploads")
+    paths = build_tree(tmp_path / "sessions")
+    for name in ("Tan-1234", "__advisor", "Anna"):
+        result = import_upload(f"{name}.jsonl", [paths[name].read_bytes()])
+        assert result.status == "new", result.error
+        assert (result.session.subagent_kind, result.session.agent_key) == ("", "")

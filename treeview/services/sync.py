@@ -192,6 +192,12 @@ def in_session_dirs(path: str | os.PathLike[str]) -> bool:
     return any(_inside(source, real) for _, real in _resolved_dirs(settings.ARBOR_SESSION_DIRS))
 
 
+def _in_data_dir(path: str) -> bool:
+    """Is ``path`` one of Arbor's own files (its data directory, uploads included)?"""
+    own = (settings.ARBOR_DATA_DIR, settings.ARBOR_UPLOAD_DIR)
+    return any(_inside(Path(path), Path(directory).resolve()) for directory in own)
+
+
 def sync_paths(paths: Iterable[str | os.PathLike[str]], progress: Progress | None = None) -> list[SyncResult]:
     """Sync every session file under ``paths``; one bad file never stops the others."""
     return [sync_file(path, progress=progress) for path in find_session_files(paths)]
@@ -666,7 +672,8 @@ class _Importer:
         session.parent_session = parent if isinstance(parent, str) else ""
         session.created_at = header["timestamp"] if isinstance(header.get("timestamp"), str) else ""
         session.agent = guess_agent(self.source, header, slot is not None)
-        place = subagent_place(self.source, header)
+        # Arbor's own files (uploads, pushed files named by hash, forks) are in no artifacts folder.
+        place = None if _in_data_dir(self.source) else subagent_place(self.source, header)
         session.subagent_kind = place.kind if place is not None else ""
         session.agent_key = place.agent_id[:200] if place is not None else ""
         session.spawned_from_path = place.parent_path if place is not None else ""
