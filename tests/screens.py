@@ -23,6 +23,7 @@ from playwright.sync_api import Page, sync_playwright
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, REPO, live_server
 
 SHOWCASE_ID = "0197a5c2-4e1b-7d20-8c3a-5f6e7d8c9b01"
+CHECKER_ID = "0197a5ca-11d0-7b3e-8e4f-2a6b7c8d9e13"  # the showcase's nested subagent (Reviewer.Checker)
 SIZES = {"desktop": (1440, 900), "phone": (390, 844)}
 SCHEMES = ("light", "dark")
 
@@ -94,6 +95,9 @@ def screens(token: str) -> list[Screen]:
         Screen("list", "/"),
         Screen("list-filtered", "/?sort=cost&agent=omp"),
         Screen("search", "/search/?q=since+UTC"),
+        Screen(
+            "list-subagents", "/", act=_click_then_wait("details.row-subagents summary", ".subagent-list")
+        ),
     ]
     session = [
         Screen(f"session-{mode}", f"{detail}?filter={mode}")
@@ -103,6 +107,8 @@ def screens(token: str) -> list[Screen]:
         *listed,
         *session,
         Screen("session-context", detail, act=_context_tab),
+        # A subagent's transcript: the breadcrumb to the showcase and its subagent, and their task calls.
+        Screen("session-subagent", f"/s/{CHECKER_ID}/"),
         # The first prompt carries the setup's comment.
         Screen("session-comments", f"{detail}?targetId=5c000003"),
         Screen("dialog-navigate", detail, act=_click_then_wait("#go-here", "dialog#navigator[open]")),

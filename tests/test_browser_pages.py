@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser import BENIGN_CONSOLE_ERRORS, BROWSER_MARKS, REPO, TIMEOUT_MS, live_server, sign_in
-from tests.screens import CONTRAST_CHECK, CSP_LISTENER, SETUP, SHOWCASE_ID
+from tests.screens import CHECKER_ID, CONTRAST_CHECK, CSP_LISTENER, SETUP, SHOWCASE_ID
 
 pytestmark = BROWSER_MARKS
 
@@ -44,6 +44,7 @@ def pages(token: str) -> list[str]:
         f"/share/{token}/",
         "/s/no-such-session/",
         f"/s/{SHOWCASE_ID}/",
+        f"/s/{CHECKER_ID}/",  # a nested subagent's page: its breadcrumb
     ]
 
 
@@ -78,7 +79,8 @@ def test_the_keyboard_moves_between_rows_and_enter_opens_one(page: Page, server:
 def test_filters_narrow_the_list_in_place_and_in_the_address(page: Page, server: tuple[str, str]) -> None:
     url, _ = server
     page.goto(url + "/")
-    expect(page.locator("tr.session-row")).to_have_count(5)
+    # the showcase, with its subagents nested under it, and the three real files
+    expect(page.locator("tr.session-row")).to_have_count(4)
 
     page.select_option("#filter-agent", "pi")
 

@@ -11,11 +11,12 @@ import pytest
 from treeview.session.cli import main
 from treeview.session.jsonl import dumps
 from treeview.session.session_manager import SessionManager
-from treeview.session.showcase import SHOWCASE_ID, SUBAGENT_ID, showcase_files
+from treeview.session.showcase import CHECKER_ID, SHOWCASE_ID, SUBAGENT_ID, showcase_files
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 SHOWCASE = "showcase-export-by-day.jsonl"
-SUBAGENT = "showcase-subagent-review.jsonl"
+SUBAGENT = "showcase-export-by-day/Reviewer.jsonl"
+CHECKER = "showcase-export-by-day/Reviewer/Reviewer.Checker.jsonl"
 
 
 def test_committed_samples_are_what_the_generator_writes():
@@ -32,7 +33,7 @@ def test_the_generator_is_deterministic_and_writes_through_the_cli(tmp_path, cap
         assert (tmp_path / name).read_text(encoding="utf-8") == text
 
 
-@pytest.mark.parametrize("name", [SHOWCASE, SUBAGENT])
+@pytest.mark.parametrize("name", [SHOWCASE, SUBAGENT, CHECKER])
 def test_samples_read_without_warnings_and_serialize_byte_for_byte(name):
     manager = SessionManager.open(SAMPLES / name)
 
@@ -78,6 +79,22 @@ def test_the_subagent_is_a_child_of_the_showcase():
     assert manager.session_id == SUBAGENT_ID
     assert header["parentSession"] == SHOWCASE_ID
     assert any(e.get("type") == "session_init" for e in manager.entries)
+    checker = json.loads((SAMPLES / CHECKER).read_text(encoding="utf-8").splitlines()[0])
+    assert checker["id"] == CHECKER_ID and checker["parentSession"] == SUBAGENT_ID
+
+
+@pytest.mark.django_db
+def test_the_sample_subagents_are_listed_under_the_showcase(tmp_path):
+    from treeview.models import AgentSession
+    from treeview.services.sync import sync_paths
+
+    main(["showcase", "-o", str(tmp_path)])
+    sync_paths([tmp_path])
+    showcase = AgentSession.objects.get(subagent_of__isnull=True)
+    assert showcase.session_id == SHOWCASE_ID
+    reviewer = showcase.subagents.get()
+    assert (reviewer.session_id, reviewer.agent_key) == (SUBAGENT_ID, "Reviewer")
+    assert reviewer.subagents.get().agent_key == "Reviewer.Checker"
 
 
 @pytest.mark.django_db

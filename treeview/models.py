@@ -32,6 +32,7 @@ __all__ = [
     "SessionGrant",
     "ShareLink",
     "SiteSettings",
+    "SubagentKind",
     "Team",
     "TeamSecret",
 ]
@@ -140,6 +141,13 @@ class Invite(models.Model):
         return f"invite {self.pk} ({self.note or 'no note'})"
 
 
+class SubagentKind(models.TextChoices):
+    NONE = "", "session"
+    TASK = "task", "subagent"
+    ADVISOR = "advisor", "advisor"
+    CLONE = "clone", "/tan clone"
+
+
 class AgentSession(models.Model):
     """One session file: its header, where it came from, what was imported, and the totals the list shows."""
 
@@ -165,6 +173,26 @@ class AgentSession(models.Model):
         blank=True, help_text="header parentSession as written: a path or an id"
     )
     created_at = models.CharField(max_length=40, blank=True, help_text="header timestamp as written")
+
+    # A transcript in another session's artifacts folder (oh-my-pi's subagents, advisors, /tan clones:
+    # treeview/session/subagents.py). It is listed under that session, not on its own.
+    subagent_kind = models.CharField(
+        max_length=8, choices=SubagentKind.choices, blank=True, help_text="empty: a session of its own"
+    )
+    agent_key = models.CharField(
+        max_length=200, blank=True, help_text="the subagent's id: its file stem (Anna, Anna.Bob, __advisor)"
+    )
+    spawned_from_path = models.TextField(
+        blank=True, help_text="the session file whose artifacts folder holds this transcript"
+    )
+    subagent_of = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="subagents",
+        help_text="the imported session that spawned it (empty when that session is not imported)",
+    )
 
     # Where it came from and how much of it is in the database.
     source_path = models.TextField(blank=True, db_index=True)
@@ -208,7 +236,10 @@ class AgentSession(models.Model):
     objects = AgentSessionQuerySet.as_manager()
 
     class Meta:
-        indexes = [models.Index(fields=["cwd", "last_timestamp"])]
+        indexes = [
+            models.Index(fields=["cwd", "last_timestamp"]),
+            models.Index(fields=["spawned_from_path"], name="session_spawned_from_path"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["source_path"], condition=~Q(source_path=""), name="session_unique_source_path"
@@ -262,6 +293,11 @@ class AgentSession(models.Model):
             return prompt if len(prompt) <= TITLE_CHARS else prompt[: TITLE_CHARS - 1].rstrip() + "…"
         return self.session_id
 
+    @property
+    def spawned_from_name(self) -> str:
+        """The file name of the session that spawned this transcript (its path is the site's business)."""
+        return self.spawned_from_path.replace("\\", "/").rsplit("/", 1)[-1]
+
     def parent(self) -> AgentSession | None:
         """The imported session ``parentSession`` names (a file path or a session id), if there is one."""
         if not self.parent_session:
@@ -276,9 +312,11 @@ class AgentSession(models.Model):
         )
 
     def children(self) -> AgentSessionQuerySet:
-        """Sessions forked from this one (their ``parentSession`` names this file or this id)."""
+        """Sessions forked from this one (their ``parentSession`` names this file or this id); the transcripts
+        of its subagents name it too, but they are :attr:`subagents`."""
         names = [self.session_id] + ([self.source_path] if self.source_path else [])
-        return AgentSession.objects.filter(parent_session__in=names).exclude(pk=self.pk)  # type: ignore[return-value]
+        forks = AgentSession.objects.filter(parent_session__in=names, subagent_kind="").exclude(pk=self.pk)
+        return forks  # type: ignore[return-value]
 
     def forks(self) -> AgentSessionQuerySet:
         """The sessions branched or forked from this one (:meth:`children`), oldest first."""

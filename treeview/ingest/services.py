@@ -29,6 +29,7 @@ from treeview.services import sync
 from treeview.services.sync import SyncResult, sync_file
 from treeview.session.jsonl import is_title_slot
 from treeview.session.prefix import BodyHash, read_head
+from treeview.session.subagents import subagent_place
 
 __all__ = [
     "IngestError",
@@ -244,9 +245,45 @@ def _import(source: IngestSource, owner: Any) -> SyncResult | None:
         )
     if result.status == "new" and team is not None:
         session.teams.set([team])
+    _place_pushed(source, session)
     source.session = session
     source.imported = source.length
     return result
+
+
+def _place_pushed(source: IngestSource, session: AgentSession) -> None:
+    """A pushed subagent transcript under the session that spawned it, by the paths on the client (the server
+    names its files by hash, so the artifacts folder is only in them); and the transcripts pushed before
+    their session, adopted by it. Only the same person's files from the same machine."""
+    pushed = IngestSource.objects.filter(owner_id=source.owner_id, machine=source.machine)
+    try:
+        header = orjson.loads(session.header_raw)
+    except orjson.JSONDecodeError:
+        header = {}
+    head = header if isinstance(header, dict) else {}
+    place = subagent_place(source.path, head, exists=lambda path: pushed.filter(path=path).exists())
+    parent = None
+    if place is not None:
+        parent_pk = (
+            pushed.filter(path=place.parent_path, session__owner_id=session.owner_id)
+            .exclude(session=session)
+            .values_list("session", flat=True)
+            .first()
+        )
+        parent = AgentSession.objects.filter(pk=parent_pk).first() if parent_pk is not None else None
+    fields = {
+        "subagent_kind": place.kind if place is not None else "",
+        "agent_key": place.agent_id[:200] if place is not None else "",
+        "spawned_from_path": place.parent_path if place is not None else "",
+        "subagent_of": parent,
+    }
+    AgentSession.objects.filter(pk=session.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(session, name, value)
+    children = pushed.filter(
+        session__spawned_from_path=source.path, session__owner_id=session.owner_id
+    ).values("session")
+    AgentSession.objects.filter(pk__in=children).exclude(pk=session.pk).update(subagent_of=session)
 
 
 def _head_checked(source: IngestSource) -> None:

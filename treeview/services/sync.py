@@ -46,6 +46,7 @@ from treeview.session.jsonl import (
     parse_line,
 )
 from treeview.session.migrations import Migrator, stable_id_maker
+from treeview.session.subagents import subagent_place
 from treeview.session.tree import cycle_message, duplicate_message, link_problems
 
 __all__ = [
@@ -191,6 +192,12 @@ def in_session_dirs(path: str | os.PathLike[str]) -> bool:
     return any(_inside(source, real) for _, real in _resolved_dirs(settings.ARBOR_SESSION_DIRS))
 
 
+def _in_data_dir(path: str) -> bool:
+    """Is ``path`` one of Arbor's own files (its data directory, uploads included)?"""
+    own = (settings.ARBOR_DATA_DIR, settings.ARBOR_UPLOAD_DIR)
+    return any(_inside(Path(path), Path(directory).resolve()) for directory in own)
+
+
 def sync_paths(paths: Iterable[str | os.PathLike[str]], progress: Progress | None = None) -> list[SyncResult]:
     """Sync every session file under ``paths``; one bad file never stops the others."""
     return [sync_file(path, progress=progress) for path in find_session_files(paths)]
@@ -290,6 +297,39 @@ def sync_file(
         session = result.session
         publish_session_changed(session.pk, session.session_id, result.status, leaf=session.leaf_id)
     return result
+
+
+def _earlier_row(header: dict[str, Any], source: str) -> AgentSession | None:
+    """The row of a file the header's ``previousSessionFiles`` lists, when that file is gone and was in a
+    session directory (never an upload's or a pushed file's row), or None."""
+    earlier = header.get("previousSessionFiles")
+    if not isinstance(earlier, list):
+        return None
+    paths = [p for p in earlier if isinstance(p, str) and p and p != source]
+    for path in reversed(paths):  # the latest move last
+        row = AgentSession.objects.filter(source_path=path).first()
+        if row is not None and in_session_dirs(row.source_path) and not os.path.exists(row.source_path):
+            return AgentSession.objects.select_for_update().get(pk=row.pk)
+    return None
+
+
+def _link_family(session: AgentSession) -> None:
+    """Tie a subagent transcript to the session that spawned it, and a session to the transcripts imported
+    before it (a folder sorts after its transcripts' parent file, or not: both ways, idempotent). Only
+    sessions of the same owner are tied (the agents' own files have none)."""
+    parent = None
+    if session.spawned_from_path:
+        parent = (
+            AgentSession.objects.filter(source_path=session.spawned_from_path, owner_id=session.owner_id)
+            .exclude(pk=session.pk)
+            .only("pk")
+            .first()
+        )
+    session.subagent_of = parent
+    if session.pk is not None and session.source_path:
+        AgentSession.objects.filter(spawned_from_path=session.source_path, owner_id=session.owner_id).exclude(
+            pk=session.pk
+        ).exclude(subagent_of=session).update(subagent_of=session)
 
 
 def refresh_statistics() -> None:
@@ -587,6 +627,11 @@ class _Importer:
         copies = AgentSession.objects.filter(session_id=session_id).exclude(source_path=self.source)
         moved = None
         if session is None and in_session_dirs(self.source):
+            # omp records where a moved session was (``previousSessionFiles``): the row of that earlier file
+            # is this session, whatever other copies of the id there are. The same rule as below: only rows
+            # of files inside the session directories, whose file is gone.
+            moved = _earlier_row(header, self.source)
+        if session is None and moved is None and in_session_dirs(self.source):
             # The file moved (omp renames its directories): the same session in a new place. Only from one
             # session directory to another: the id is public (it is in every URL), so a file anywhere else
             # (an upload, a pushed file) never adopts a row, whoever's it is.
@@ -627,6 +672,11 @@ class _Importer:
         session.parent_session = parent if isinstance(parent, str) else ""
         session.created_at = header["timestamp"] if isinstance(header.get("timestamp"), str) else ""
         session.agent = guess_agent(self.source, header, slot is not None)
+        # Arbor's own files (uploads, pushed files named by hash, forks) are in no artifacts folder.
+        place = None if _in_data_dir(self.source) else subagent_place(self.source, header)
+        session.subagent_kind = place.kind if place is not None else ""
+        session.agent_key = place.agent_id[:200] if place is not None else ""
+        session.spawned_from_path = place.parent_path if place is not None else ""
         title = header.get("title")
         if slot is not None:
             title = slot.get("title")
@@ -745,6 +795,8 @@ class _Importer:
             add_to_totals(session, self.first_new_seq)
         elif self.added or self.removed or status != "grown":
             update_totals(session, move_leaf=bool(self.added or self.removed))
+        if status != "grown":
+            _link_family(session)
         session.save()
 
 
@@ -933,8 +985,9 @@ def update_totals(session: AgentSession, *, move_leaf: bool = True) -> None:
             if isinstance(name, str) and name.strip():
                 session.title = name.strip()[:500]
                 break
-    if not session.title and session.parent_session:
-        # A fork (``/branch``, a subagent) shares its original's first prompt: its own title tells them apart.
+    if not session.title and session.parent_session and session.subagent_kind in ("", "clone"):
+        # A fork (`/branch`, a /tan clone) shares its original's first prompt: its own title tells them apart
+        # (a subagent's first prompt is its own task: that is its title).
         parent = session.parent()
         if parent is not None:
             session.title = f"Fork of {parent.display_title}"[:500]

@@ -4,8 +4,12 @@
 the explorer: several branch points and labels, a branch summary, a compaction, an image, every built-in tool
 kind (read, write, edit, bash, grep, find, ls) and a custom one (``task``), a long tool output, a failing
 tool, thinking blocks, a model change, a ``!`` shell command, a custom message and bookkeeping entries. A
-second file is the subagent session the ``task`` call started (its header names the showcase as its parent),
-the way oh-my-pi records a subagent.
+``task`` call spawns a subagent, ``Reviewer``, which spawns its own, ``Reviewer.Checker``: their
+transcripts sit in the showcase's artifacts folder as oh-my-pi 18 lays them out
+(``showcase-export-by-day/Reviewer.jsonl``, ``showcase-export-by-day/Reviewer/Reviewer.Checker.jsonl``), and
+each task result names them by agent id (``details.results[].id``). oh-my-pi writes the parent's absolute
+file path as a subagent's ``parentSession``; a sample cannot know where it will be, so these name the parent
+by its session id.
 
 Written with :func:`treeview.session.jsonl.dumps` (JavaScript's ``JSON.stringify``), keys in the v15 writer's
 order, so the files look like something the agent wrote. ``python -m treeview.session showcase -o DIR``.
@@ -22,10 +26,14 @@ from typing import Any
 
 from treeview.session.jsonl import dumps
 
-__all__ = ["SHOWCASE_ID", "SUBAGENT_ID", "showcase_files", "write_showcase"]
+__all__ = ["CHECKER_ID", "SHOWCASE_ID", "SUBAGENT_ID", "showcase_files", "write_showcase"]
 
 SHOWCASE_ID = "0197a5c2-4e1b-7d20-8c3a-5f6e7d8c9b01"
 SUBAGENT_ID = "0197a5c9-02f4-7a61-9d2b-1c3e4f5a6b72"
+CHECKER_ID = "0197a5ca-11d0-7b3e-8e4f-2a6b7c8d9e13"
+SHOWCASE_FILE = "showcase-export-by-day.jsonl"
+SUBAGENT_FILE = "showcase-export-by-day/Reviewer.jsonl"
+CHECKER_FILE = "showcase-export-by-day/Reviewer/Reviewer.Checker.jsonl"
 CWD = "/home/dev/arbor"
 START = datetime(2026, 5, 12, 9, 30, tzinfo=UTC)
 MODEL = ("anthropic", "claude-sonnet-4-5", "anthropic-messages")
@@ -355,16 +363,19 @@ def _showcase() -> str:
     w.tool(
         "task",
         {
+            "name": "Reviewer",
             "agent": "reviewer",
-            "description": "Review the click port",
             "task": "Read export_cli.py and say what is missing compared with export_session.py.",
+            "solutionSpace": "a short list of concrete gaps",
         },
         "The reviewer found two gaps:\n- `--output` is missing (the old command wrote to a path);\n"
         "- the header line must be written even when no entry matches.",
-        details={
-            "sessionId": SUBAGENT_ID,
-            "usage": {"input": 8200, "output": 410, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 8610},
-        },
+        details=_task_details(
+            "Reviewer",
+            "reviewer",
+            "Review the click port",
+            {"input": 8200, "output": 410, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 8610},
+        ),
     )
     w.assistant("I added `--output` and always write the header. Anything else?", tokens=(14100, 80))
     shot = w.user(
@@ -456,6 +467,23 @@ def _showcase() -> str:
     return w.text()
 
 
+def _task_details(agent_id: str, agent: str, description: str, usage: dict[str, int]) -> dict[str, Any]:
+    """A task tool result's ``details`` as oh-my-pi 18 records them: one result per spawned agent, by id."""
+    result = {
+        "index": 0,
+        "id": agent_id,
+        "agent": agent,
+        "agentSource": "bundled",
+        "description": description,
+        "exitCode": 0,
+        "truncated": False,
+        "durationMs": 41000,
+        "tokens": usage["totalTokens"],
+        "aborted": False,
+    }
+    return {"projectAgentsDir": None, "results": [result], "totalDurationMs": 41000, "usage": usage}
+
+
 def _subagent() -> str:
     w = _Writer("5a", START + timedelta(minutes=4))
     w.header(id=SUBAGENT_ID, title="Review the click port", titleSource="auto", parentSession=SHOWCASE_ID)
@@ -469,6 +497,22 @@ def _subagent() -> str:
     w.user("Read export_cli.py and say what is missing compared with export_session.py.")
     w.tool("read", {"path": "treeview/management/commands/export_cli.py"}, "import click\n...")
     w.tool("read", {"path": "treeview/management/commands/export_session.py"}, _EXPORT_PY)
+    w.tool(
+        "task",
+        {
+            "name": "Checker",
+            "agent": "explore",
+            "task": "Does any caller of export_session pass --output?",
+            "solutionSpace": "yes or no, with the callers",
+        },
+        "Yes: bench/run.py passes --output.",
+        details=_task_details(
+            "Reviewer.Checker",
+            "explore",
+            "Find the callers of --output",
+            {"input": 2100, "output": 60, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2160},
+        ),
+    )
     w.assistant(
         "Two gaps:\n- `--output` is missing (the old command wrote to a path);\n"
         "- the header line must be written even when no entry matches.",
@@ -477,12 +521,23 @@ def _subagent() -> str:
     return w.text()
 
 
+def _checker() -> str:
+    w = _Writer("5b", START + timedelta(minutes=5))
+    w.header(
+        id=CHECKER_ID, title="Find the callers of --output", titleSource="auto", parentSession=SUBAGENT_ID
+    )
+    w.user("Does any caller of export_session pass --output?")
+    w.tool(
+        "grep", {"pattern": "--output", "path": "."}, "bench/run.py:41:    export_session --output out.jsonl"
+    )
+    w.assistant("Yes: bench/run.py passes --output.", tokens=(2100, 60))
+    return w.text()
+
+
 def showcase_files() -> dict[str, str]:
-    """File name → contents of the sample sessions (deterministic: the same bytes on every run)."""
-    return {
-        "showcase-export-by-day.jsonl": _showcase(),
-        "showcase-subagent-review.jsonl": _subagent(),
-    }
+    """Path (relative to the samples folder) → contents of the sample sessions (deterministic: the same bytes
+    on every run)."""
+    return {SHOWCASE_FILE: _showcase(), SUBAGENT_FILE: _subagent(), CHECKER_FILE: _checker()}
 
 
 def write_showcase(directory: str | Path) -> list[Path]:
@@ -492,6 +547,7 @@ def write_showcase(directory: str | Path) -> list[Path]:
     paths = []
     for name, text in showcase_files().items():
         path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         paths.append(path)
     return paths

@@ -33,7 +33,7 @@ from treeview.services import comments as comment_service
 from treeview.services import fork as fork_service
 from treeview.services import review as review_service
 from treeview.session.selector import FilterMode, Row
-from treeview.views import fork
+from treeview.views import fork, subagents
 from treeview.views.comments import comment_panel, place_query
 from treeview.views.common import (
     copy_param,
@@ -163,6 +163,7 @@ class EntryItem:
     permalink: str
     previous_url: str | None
     next_url: str | None
+    subagents: tuple[subagents.SubagentLink, ...] = ()  # the transcripts its task call spawned
 
 
 def _detail_context(
@@ -213,6 +214,15 @@ def _detail_context(
             if selected
             else None
         ),
+        # A subagent transcript: the sessions above it, each at the task call that spawned the next.
+        "breadcrumb": (
+            subagents.breadcrumb(session, request.user)
+            if session.subagent_of_id and htmx_target(request) is None
+            else []
+        ),
+        "viewer": request.user,
+        # Every transcript it spawned (advisors and /tan clones have no task call to open them from).
+        "spawned": subagents.direct_links(session, request.user) if htmx_target(request) is None else [],
         "parent": parent,
         "parent_links": session_links(parent, pick_copy=False) if parent is not None else None,
         # /branch: the sessions branched from this one, the picker, and the text to continue from.
@@ -277,7 +287,12 @@ def _fork_context(
         "branch_picker_url": fork.picker_url(state.session, state.copy) if may_fork else None,
         "continue_text": fork.continue_text(parent, request.GET.get("continueFrom")),
         # A fork: where its file is and how to go on with it in the agent.
-        "resume": fork_service.resume_hint(state.session) if state.session.parent_session else None,
+        # (a subagent's transcript is not resumed: its session is, and the breadcrumb leads there)
+        "resume": (
+            fork_service.resume_hint(state.session)
+            if state.session.parent_session and state.session.subagent_kind in ("", "clone")
+            else None
+        ),
         "write_back": settings.ARBOR_WRITE_BACK,
     }
 
@@ -295,6 +310,7 @@ def _navigation_context(state: PageState) -> dict[str, Any]:
 def _conversation_context(context: dict[str, Any], tree: explorer.ExplorerTree) -> dict[str, Any]:
     state: PageState = context["state"]
     page = conversation.conversation_page(state.session, tree, context["selected_id"], state.end)
+    spawned = subagents.task_links(state.session, [e.entry_id for e in page.entries], context["viewer"])
     items = []
     for entry in page.entries:
         siblings = entry.siblings
@@ -304,6 +320,7 @@ def _conversation_context(context: dict[str, Any], tree: explorer.ExplorerTree) 
                 state.url(targetId=entry.entry_id, tab=None),
                 state.url(targetId=siblings.previous_id) if siblings and siblings.previous_id else None,
                 state.url(targetId=siblings.next_id) if siblings and siblings.next_id else None,
+                tuple(spawned.get(entry.entry_id, ())),
             )
         )
     return {

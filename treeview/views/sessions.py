@@ -38,6 +38,7 @@ from treeview.views.common import (
     session_or_404,
     shared_ids,
 )
+from treeview.views.subagents import SubagentNode, subagent_trees, top_level
 
 SESSIONS_PER_PAGE = 50
 IMPORT_ISSUES_SHOWN = 100
@@ -57,6 +58,11 @@ class SessionRow:
     parent: AgentSession | None = None
     parent_links: SessionLinks | None = None
     review: review_service.ReviewSummary | None = None  # counts of its branches per review status
+    subagents: list[SubagentNode] = field(default_factory=list)  # the transcripts it spawned, nested
+
+    @property
+    def subagent_total(self) -> int:
+        return sum(node.total for node in self.subagents)
 
     @property
     def project(self) -> str:
@@ -116,7 +122,8 @@ class ListExtras:
 def _listed_sessions(user: Any, filters: ListFilters) -> Any:
     """The sessions ``user`` may see, narrowed by ``filters`` and in their order: by default grouped by
     project (cwd), the project with the latest activity first, newest first."""
-    sessions = visible_sessions(user)
+    # One row per session of its own: subagent transcripts are listed under the session that spawned them.
+    sessions = top_level(visible_sessions(user), user)
     if filters.project:
         sessions = sessions.in_project("" if filters.project == NO_PROJECT else filters.project)
     if filters.agent:
@@ -152,7 +159,8 @@ def _listed_sessions(user: Any, filters: ListFilters) -> Any:
 
 
 def _project_choices(user: Any, current: str) -> list[ProjectChoice]:
-    cwds = visible_sessions(user).projects()
+    # (a subagent that ran in a worktree has a directory of its own: not a project of the list)
+    cwds = top_level(visible_sessions(user), user).projects()
     names = [project_name(cwd) for cwd in cwds]
     choices = []
     for cwd, name in zip(cwds, names, strict=True):
@@ -173,6 +181,7 @@ def _rows(sessions: list[AgentSession], user: Any) -> list[SessionRow]:
     reviews = review_service.summaries(sessions)  # one aggregate query for the page
     # Who may persist the position (treeview/access.py): one query for the page.
     movable = writable(user, AgentSession.objects.filter(pk__in=[s.pk for s in sessions]), NAVIGATE)
+    trees = subagent_trees(sessions, user)  # one query per level of nesting for the page
     rows = []
     for session in sessions:
         # Only a few sessions are forks, so resolving their parents one by one stays cheap.
@@ -187,6 +196,7 @@ def _rows(sessions: list[AgentSession], user: Any) -> list[SessionRow]:
                 ),
                 copy=copy_note(session) if session.session_id in shared else "",
                 review=reviews.get(session.pk),
+                subagents=trees.get(session.pk, []),
                 parent=parent,
                 parent_links=(
                     session_links(
