@@ -166,7 +166,9 @@ def _detail_context(request: HttpRequest, state: PageState, tree: explorer.Explo
     # Comment counts of the whole session in one query: the rows' badges and the "commented" filter.
     counts = comment_service.comment_counts(session)
     commented = frozenset(counts) if state.mode == explorer.COMMENTED else None
-    window = explorer.tree_window(tree, state.mode, state.query, state.target_id, state.start, commented)
+    window = explorer.tree_window(
+        tree, state.mode, state.query, state.target_id, state.start, commented, agent=session.rules.agent
+    )
     selected = window.selected_id if state.target_id is None else state.target_id
     pick_copy = state.copy is not None
     parent = session.parent()
@@ -343,7 +345,14 @@ def tree_rows(request: HttpRequest, session_id: str) -> HttpResponse:
     counts = comment_service.comment_counts(session)
     commented = frozenset(counts) if state.mode == explorer.COMMENTED else None
     window = explorer.tree_window(
-        tree, state.mode, state.query, state.target_id, state.start, commented, count=count
+        tree,
+        state.mode,
+        state.query,
+        state.target_id,
+        state.start,
+        commented,
+        count=count,
+        agent=session.rules.agent,
     )
     statuses = review_service.statuses_for_session(session)
     context = {"window": window, "rows": _row_items(state, window, counts, statuses)}
