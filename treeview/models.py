@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Max, Q
 
+from treeview.lru import LruCache
 from treeview.session.agents import AGENTS, AgentDecision, check_agent, detect_agent
 
 __all__ = [
@@ -140,6 +141,10 @@ class Invite(models.Model):
         return f"invite {self.pk} ({self.note or 'no note'})"
 
 
+# The detected rules per session state (AgentSession.detected_rules).
+_detected: LruCache[tuple[Any, ...], AgentDecision] = LruCache(256)
+
+
 def rules_name(decision: AgentDecision) -> str:
     """A rule set as the session page names it, with the reason: "oh-my-pi 18 rules (title slot)"."""
     name = "pi 1.6" if decision.agent == "pi" else "oh-my-pi 18"
@@ -243,7 +248,24 @@ class AgentSession(models.Model):
     @cached_property
     def detected_rules(self) -> AgentDecision:
         """The agent that wrote the session, detected from its header, title slot and bookkeeping rows
-        exactly as the core detects it for a file."""
+        exactly as the core detects it for a file; kept per state of the session (stored rows never change,
+        only more arrive), since every request of the session page asks."""
+        key = (
+            self.pk,
+            self.imported_at,
+            self.next_seq,
+            self.entry_count,
+            hash(self.header_raw),
+            bool(self.title_slot_raw),
+        )
+        found = _detected.get(key) if self.pk is not None else None
+        if found is None:
+            found = self._detect_rules()
+            if self.pk is not None:
+                _detected.put(key, found)
+        return found
+
+    def _detect_rules(self) -> AgentDecision:
         try:
             header = orjson.loads(self.header_raw)
         except orjson.JSONDecodeError:
