@@ -166,6 +166,7 @@ def _post_requests(world: World) -> dict[str, tuple[str, dict[str, str]]]:
             {"leafId": world.session.leaf_id, "expires": "7d", "follows": "frozen"},
         ),
         "session_rights": (f"/s/{SID}/rights/", {"username": "member"}),
+        "set_rules": (f"/s/{SID}/rules/", {"rules": "pi"}),
         "comment_delete": (f"{comment}/delete/", {}),  # last: the comment is gone afterwards
     }
 
@@ -234,7 +235,7 @@ def _post_expected(role: str, name: str) -> str:
         return "hidden"
     if name == "set_visibility":
         return "done" if role in ("team_admin", "owner", "superuser") else "refused"
-    if name == "session_rights":
+    if name in ("session_rights", "set_rules"):
         return "done" if role in ("owner", "superuser") else "refused"
     if name in AUTHOR_ONLY:
         return "done" if role == "member" else "refused"

@@ -394,13 +394,15 @@ def test_the_commented_filter_with_nothing_commented_is_empty(world: World) -> N
 def test_the_five_original_modes_are_unchanged_by_comments(world: World) -> None:
     session = world.session
     tree = explorer.explorer_tree(session, session.leaf_id)
-    before = {mode: [n.id for n in tree.visible(mode, "").nodes] for mode in explorer.VIEW_MODES[:5]}
+    before = {
+        mode: [n.id for n in tree.visible(mode, "", agent="omp15").nodes] for mode in explorer.VIEW_MODES[:5]
+    }
     add(world)
     explorer.clear_caches()
     tree = explorer.explorer_tree(AgentSession.objects.get(pk=session.pk), session.leaf_id)
     for mode, ids in before.items():
-        assert [n.id for n in tree.visible(mode, "").nodes] == ids
-        assert [n.id for n in tree.visible(mode, "", frozenset({ENTRY})).nodes] == ids
+        assert [n.id for n in tree.visible(mode, "", agent="omp15").nodes] == ids
+        assert [n.id for n in tree.visible(mode, "", frozenset({ENTRY}), agent="omp15").nodes] == ids
 
 
 def test_the_label_form_keeps_the_commented_filter(world: World) -> None:

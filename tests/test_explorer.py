@@ -130,15 +130,17 @@ def check_tree(session: AgentSession, leaf_id: str | None, rng: random.Random | 
     labels = [label for label in session.resolved_labels().values()][:2]
     for mode in FILTER_MODES:
         for query in [*QUERIES, *labels]:
-            ours = tree.visible(mode, query).nodes
+            ours = tree.visible(mode, query, agent="omp15").nodes
             theirs = filter_nodes(fresh, mode, query)
             assert [n.id for n in ours] == [n.id for n in theirs], (mode, query)
             core_rows = [make_row(n, fresh) for n in theirs]
             for target in [None, *_sample(fresh, rng)]:
-                assert tree.visible(mode, query).select(tree, target) == initial_selection(
+                assert tree.visible(mode, query, agent="omp15").select(tree, target) == initial_selection(
                     fresh, core_rows, target
                 ), (mode, query, target)
-    assert rows(tree.flat, tree.visible("all", "").nodes) == rows(fresh, filter_nodes(fresh, "all", ""))
+    assert rows(tree.flat, tree.visible("all", "", agent="omp15").nodes) == rows(
+        fresh, filter_nodes(fresh, "all", "")
+    )
     for entry_id in [None, leaf_id, "no-such-id", *_sample(fresh, rng)]:
         assert explorer.path_ids(tree.flat, entry_id) == walk(fresh, entry_id), entry_id
     position = {node.id: i for i, node in enumerate(fresh.nodes)}
@@ -481,14 +483,14 @@ def test_a_hidden_assistant_leaf_stays_visible_and_counts(tmp_path: Path) -> Non
     )
     session = play.refresh()
     tree = explorer.explorer_tree(session, session.leaf_id)
-    assert tree.visible("default", "").nodes[-1].id == "h0000001" or "h0000001" in {
-        n.id for n in tree.visible("default", "").nodes
+    assert tree.visible("default", "", agent="omp15").nodes[-1].id == "h0000001" or "h0000001" in {
+        n.id for n in tree.visible("default", "", agent="omp15").nodes
     }
     check_tree(session, session.leaf_id)
     append.move_leaf(session, tree.flat.by_id["h0000001"].entry["parentId"])
     session = play.refresh()
     assert "h0000001" not in {
-        n.id for n in explorer.explorer_tree(session, session.leaf_id).visible("all", "").nodes
+        n.id for n in explorer.explorer_tree(session, session.leaf_id).visible("all", "", agent="omp15").nodes
     }
     check_tree(session, session.leaf_id)
 
@@ -548,7 +550,7 @@ def test_threads_asking_at_once_share_one_forest_and_one_tree(tmp_path: Path, co
             session = AgentSession.objects.get(pk=pk)
             barrier.wait()
             tree = explorer.explorer_tree(session, session.leaf_id)
-            tree.visible("labeled-only", "")
+            tree.visible("labeled-only", "", agent="omp15")
             tree.branch_totals()
             explorer.path_ids(tree.flat, session.leaf_id)
             seen.append(tree)

@@ -170,6 +170,12 @@ def can_grant(user: Any, session: AgentSession) -> bool:
     return _signed_in(user) and session.owner_id is not None and session.owner_id == user.pk
 
 
+def can_choose_rules(user: Any, session: AgentSession) -> bool:
+    """May ``user`` choose whose rules ``session`` is read by (oh-my-pi, pi, or detected): its owner and
+    superusers (a session without an owner: superusers only), as for :func:`can_grant`."""
+    return can_grant(user, session)
+
+
 def can_manage(user: Any, session: AgentSession) -> bool:
     """May ``user`` change who sees ``session``: its owner, a superuser, an admin of a team it is shared
     with."""

@@ -286,7 +286,8 @@ def _tokens(message: dict[str, Any]) -> int:
 
 
 def session_rules(session: AgentSession) -> str:
-    """Whose rules the session is read by: the agent that wrote it, detected as the core does for a file."""
+    """Whose rules the session is read by: the ones chosen for it, else the agent that wrote it, detected as
+    the core does for a file."""
     return session.rules.agent
 
 

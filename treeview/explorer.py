@@ -33,6 +33,8 @@ from treeview.models import AgentSession
 from treeview.render import EntryView, render_entry
 from treeview.render.text import as_text
 from treeview.session import js
+from treeview.session.agents import Agent, check_agent
+from treeview.session.fuzzy import fuzzy_matches
 from treeview.session.selector import (
     FILTER_MODES,
     FilterMode,
@@ -44,7 +46,19 @@ from treeview.session.selector import (
     window_bounds,
 )
 from treeview.session.selector_tree import flat_only_child, flatten_tree
-from treeview.tree_index import HIDDEN_ASSISTANT, SETTINGS, TOOL_RESULT, USER, DbNode, Forest, gc_paused
+from treeview.tree_index import (
+    HIDDEN_ASSISTANT,
+    OMP_SETTINGS,
+    PI_SETTINGS,
+    PI_USAGE,
+    SETTINGS,
+    TOOL_RESULT,
+    USER,
+    AgentTexts,
+    DbNode,
+    Forest,
+    gc_paused,
+)
 
 # Rows drawn around the selection: about 60 before and 60 after it, more than a tall pane shows (explorer.js
 # loads the others as the pane scrolls; without JavaScript, "load earlier/later" pages by this many).
@@ -215,14 +229,21 @@ class ExplorerTree:
                 return index
         return self.position.get(entry_id)
 
-    def visible(self, mode: ViewMode, query: str, commented: frozenset[str] | None = None) -> Visible:
-        """The nodes shown under a filter mode and search, in tree order (``selector.filter_nodes``);
-        ``commented``: the ids of the commented entries, for the "commented" mode (comments are no entries, so
-        they are part of the key)."""
-        key = (mode, query, commented if mode == COMMENTED else None)
+    def visible(
+        self,
+        mode: ViewMode,
+        query: str,
+        commented: frozenset[str] | None = None,
+        *,
+        agent: Agent,
+    ) -> Visible:
+        """The nodes shown under a filter mode and search by ``agent``'s rules, in tree order
+        (``selector.filter_nodes``); ``commented``: the ids of the commented entries, for the "commented" mode
+        (comments are no entries, so they are part of the key)."""
+        key = (agent, mode, query, commented if mode == COMMENTED else None)
         found = self._visible.get(key)
         if found is None:
-            found = _filter(self, mode, query, commented)
+            found = _filter(self, mode, query, commented, agent)
             self._visible.put(key, found)
         return found
 
@@ -332,14 +353,22 @@ class Visible:
 
 
 _WHITESPACE_RUN = re.compile(f"{js.RE_SPACE}+")
-# Per mode: the flags that hide a node (the leaf is exempt from HIDDEN_ASSISTANT) and a flag it needs.
-_MODE_FLAGS: dict[str, tuple[int, int]] = {
-    "default": (HIDDEN_ASSISTANT | SETTINGS, 0),
-    "no-tools": (HIDDEN_ASSISTANT | SETTINGS | TOOL_RESULT, 0),
-    "user-only": (HIDDEN_ASSISTANT, USER),
-    "labeled-only": (HIDDEN_ASSISTANT, 0),
-    "all": (HIDDEN_ASSISTANT, 0),
-    COMMENTED: (HIDDEN_ASSISTANT, 0),
+# Per rule set and mode: the flags that hide a node (the leaf is exempt from HIDDEN_ASSISTANT) and a flag it
+# needs (``selector._passes``): each agent hides its own bookkeeping types, and pi never shows ``usage``.
+_MODE_FLAGS: dict[str, dict[str, tuple[int, int]]] = {
+    agent: {
+        "default": (HIDDEN_ASSISTANT | settings_flag | never, 0),
+        "no-tools": (HIDDEN_ASSISTANT | settings_flag | TOOL_RESULT | never, 0),
+        "user-only": (HIDDEN_ASSISTANT | never, USER),
+        "labeled-only": (HIDDEN_ASSISTANT | never, 0),
+        "all": (HIDDEN_ASSISTANT | never, 0),
+        COMMENTED: (HIDDEN_ASSISTANT | never, 0),
+    }
+    for agent, settings_flag, never in (
+        ("omp15", SETTINGS, 0),
+        ("omp", OMP_SETTINGS, 0),
+        ("pi", PI_SETTINGS, PI_USAGE),
+    )
 }
 
 
@@ -350,46 +379,89 @@ def _keep(
     need: int,
     labeled: bool,
     commented: frozenset[str] | None = None,
+    also: frozenset[str] = frozenset(),
 ) -> list[int]:
     """Indexes (from ``start``) of the nodes a mode shows; they are DbNodes (flags, facts): the explorer only
-    flattens database forests. ``commented``: only these ids (the "commented" mode, as labeled-only)."""
+    flattens database forests. ``commented``: only these ids (the "commented" mode, as labeled-only);
+    ``also``: ids that pass the ``need`` test whatever their flags (oh-my-pi's skill prompts in user-only)."""
     flat: Sequence[Any] = nodes
     if commented is not None:
         return [i for i, n in enumerate(flat, start) if not n.node.flags & hide and n.id in commented]
     if labeled:
         return [i for i, n in enumerate(flat, start) if not n.node.flags & hide and n.node.label is not None]
+    if need and also:
+        return [
+            i
+            for i, n in enumerate(flat, start)
+            if not (f := n.node.flags) & hide and (f & need or n.id in also)
+        ]
     if need:
         return [i for i, n in enumerate(flat, start) if not (f := n.node.flags) & hide and f & need]
     return [i for i, n in enumerate(flat, start) if not n.node.flags & hide]
 
 
 def _filter(
-    tree: ExplorerTree, mode: ViewMode, query: str, commented: frozenset[str] | None = None
+    tree: ExplorerTree,
+    mode: ViewMode,
+    query: str,
+    commented: frozenset[str] | None = None,
+    agent: Agent = "omp15",
 ) -> Visible:
-    """``selector.filter_nodes`` over database nodes, from the flags computed at load (tests compare them);
-    the "commented" mode keeps the entries of ``commented`` as labeled-only keeps the labeled ones."""
-    if mode not in _MODE_FLAGS:
+    """``selector.filter_nodes`` by ``agent``'s rules over database nodes, from the flags computed at load and
+    what the rules read differently (``Forest.agent_texts``; tests compare them); the "commented" mode keeps
+    the entries of ``commented`` as labeled-only keeps the labeled ones."""
+    flags = _MODE_FLAGS[check_agent(agent)]
+    if mode not in flags:
         filter_tag(cast(FilterMode, mode))  # raises the core's ValueError
-    hide, need = _MODE_FLAGS[mode]
+    hide, need = flags[mode]
     labeled = mode == "labeled-only"
     only = (commented or frozenset()) if mode == COMMENTED else None
+    tokens = [t for t in _WHITESPACE_RUN.split(query.lower()) if t]
+    forest = tree.forest
+    texts = (
+        forest.agent_texts(agent)
+        if forest is not None and agent != "omp15" and (tokens or mode == "user-only")
+        else AgentTexts()
+    )
+    also = texts.skill_prompts if agent == "omp" and mode == "user-only" else frozenset()
     nodes: list[Any] = tree.flat.nodes
     leaf = tree.leaf_index
     if leaf is None:
-        positions = _keep(nodes, 0, hide, need, labeled, only)
+        positions = _keep(nodes, 0, hide, need, labeled, only, also)
     else:
-        positions = _keep(nodes[:leaf], 0, hide, need, labeled, only)
-        positions += _keep(nodes[leaf : leaf + 1], leaf, hide & ~HIDDEN_ASSISTANT, need, labeled, only)
-        positions += _keep(nodes[leaf + 1 :], leaf + 1, hide, need, labeled, only)
-    for token in (t for t in _WHITESPACE_RUN.split(query.lower()) if t):
-        # selector._haystack is "<label> <search text>"; a token holds no whitespace: it is in one of them.
-        positions = [
-            i
-            for i in positions
-            if token in (node := nodes[i].node).facts.search_text
-            or ((label := node.label) and token in label.lower())
-        ]
-    return Visible([nodes[i] for i in positions], positions)
+        positions = _keep(nodes[:leaf], 0, hide, need, labeled, only, also)
+        leaf_hide = hide & ~HIDDEN_ASSISTANT
+        positions += _keep(nodes[leaf : leaf + 1], leaf, leaf_hide, need, labeled, only, also)
+        positions += _keep(nodes[leaf + 1 :], leaf + 1, hide, need, labeled, only, also)
+    if agent == "omp15" or not tokens:
+        for token in tokens:
+            # selector._haystack is "<label> <search text>"; a token holds no whitespace: it is in one.
+            positions = [
+                i
+                for i in positions
+                if token in (node := nodes[i].node).facts.search_text
+                or ((label := node.label) and token in label.lower())
+            ]
+        return Visible([nodes[i] for i in positions], positions)
+    search = texts.search
+    kept = []
+    for i in positions:
+        flat_node = nodes[i]
+        node = flat_node.node
+        text = search.get(flat_node.id)
+        if text is None:
+            text = node.facts.search_text
+        label = node.label
+        if agent == "omp":
+            # oh-my-pi: every token matches "<label> <search text>" fuzzily (selector._omp_haystack).
+            haystack = f"{label} {text}" if label else text
+            if all(fuzzy_matches(token, haystack) for token in tokens):
+                kept.append(i)
+        else:
+            haystack = f"{label.lower()} {text}" if label else text
+            if all(token in haystack for token in tokens):
+                kept.append(i)
+    return Visible([nodes[i] for i in kept], kept)
 
 
 # A session is its pk and when it was imported (SQLite may give a deleted session's pk to the next one).
@@ -629,12 +701,15 @@ def tree_window(
     start: int | None,
     commented: frozenset[str] | None = None,
     count: int = TREE_WINDOW,
+    *,
+    agent: Agent,
 ) -> TreeWindow:
     """``count`` visible rows around the selection (§17.1: the target, else its nearest visible ancestor, else
-    the last row), or from ``start`` when the reader scrolls to earlier or later rows. ``commented``: the ids
-    of the commented entries (the "commented" mode)."""
+    the last row), or from ``start`` when the reader scrolls to earlier or later rows, filtered and searched
+    by ``agent``'s rules (the session's). ``commented``: the ids of the commented entries (the "commented"
+    mode)."""
     flat = tree.flat
-    visible = tree.visible(mode, query, commented)
+    visible = tree.visible(mode, query, commented, agent=agent)
     nodes = visible.nodes
     index = visible.select(tree, target_id)
     count = max(1, min(count, TREE_SLICE_MAX))

@@ -274,3 +274,16 @@ class CommentPlaceForm(forms.Form):
     filter = forms.ChoiceField(choices=FILTER_CHOICES, required=False)
     q = forms.CharField(required=False, max_length=500, strip=False)
     leafId = forms.CharField(required=False, max_length=64)  # noqa: N815
+
+
+class RulesForm(forms.Form):
+    """The session page's choice of rules: oh-my-pi 18, pi 1.6, or detected from the file."""
+
+    rules = forms.ChoiceField(
+        choices=[("detect", "detect from the file"), ("omp", "oh-my-pi 18"), ("pi", "pi 1.6")],
+        label="Read by",
+    )
+
+    @classmethod
+    def for_session(cls, session: AgentSession) -> RulesForm:
+        return cls(initial={"rules": session.agent_rules or "detect"})

@@ -17,7 +17,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Max, Q
 
-from treeview.session.agents import AgentDecision, detect_agent
+from treeview.lru import LruCache
+from treeview.session.agents import AGENTS, AgentDecision, check_agent, detect_agent
 
 __all__ = [
     "AgentSession",
@@ -148,6 +149,16 @@ class SubagentKind(models.TextChoices):
     CLONE = "clone", "/tan clone"
 
 
+# The detected rules per session state (AgentSession.detected_rules).
+_detected: LruCache[tuple[Any, ...], AgentDecision] = LruCache(256)
+
+
+def rules_name(decision: AgentDecision) -> str:
+    """A rule set as the session page names it, with the reason: "oh-my-pi 18 rules (title slot)"."""
+    name = "pi 1.6" if decision.agent == "pi" else "oh-my-pi 18"
+    return f"{name} rules ({decision.reason})"
+
+
 class AgentSession(models.Model):
     """One session file: its header, where it came from, what was imported, and the totals the list shows."""
 
@@ -168,6 +179,14 @@ class AgentSession(models.Model):
     title = models.CharField(max_length=500, blank=True)
     cwd = models.TextField(blank=True)
     agent = models.CharField(max_length=8, choices=Agent.choices, default=Agent.OMP)
+    # Whose rules the session is read by when a user chose them ("" : detected from the file, see ``rules``).
+    agent_rules = models.CharField(
+        max_length=8,
+        choices=Agent.choices,
+        blank=True,
+        default="",
+        help_text="the rules chosen for this session (blank: detected from what the file holds)",
+    )
     format_version = models.PositiveSmallIntegerField(default=3, help_text="version the file was written in")
     parent_session = models.TextField(
         blank=True, help_text="header parentSession as written: a path or an id"
@@ -249,10 +268,35 @@ class AgentSession(models.Model):
     def __str__(self) -> str:
         return self.title or self.session_id
 
-    @cached_property
+    @property
     def rules(self) -> AgentDecision:
-        """Whose rules the session is read by (oh-my-pi 18 or pi 1.6), detected from its header, title slot
-        and bookkeeping rows exactly as the core detects it for a file."""
+        """Whose rules the session is read by (oh-my-pi 18 or pi 1.6): the ones chosen for it
+        (``agent_rules``), else :attr:`detected_rules`."""
+        if self.agent_rules in AGENTS:
+            return AgentDecision(check_agent(self.agent_rules), "chosen for this session")
+        return self.detected_rules
+
+    @cached_property
+    def detected_rules(self) -> AgentDecision:
+        """The agent that wrote the session, detected from its header, title slot and bookkeeping rows
+        exactly as the core detects it for a file; kept per state of the session (stored rows never change,
+        only more arrive), since every request of the session page asks."""
+        key = (
+            self.pk,
+            self.imported_at,
+            self.next_seq,
+            self.entry_count,
+            hash(self.header_raw),
+            bool(self.title_slot_raw),
+        )
+        found = _detected.get(key) if self.pk is not None else None
+        if found is None:
+            found = self._detect_rules()
+            if self.pk is not None:
+                _detected.put(key, found)
+        return found
+
+    def _detect_rules(self) -> AgentDecision:
         try:
             header = orjson.loads(self.header_raw)
         except orjson.JSONDecodeError:
@@ -280,8 +324,12 @@ class AgentSession(models.Model):
     @property
     def rules_label(self) -> str:
         """The rules as the session page names them: "oh-my-pi 18 rules (title slot)"."""
-        name = "pi 1.6" if self.rules.agent == "pi" else "oh-my-pi 18"
-        return f"{name} rules ({self.rules.reason})"
+        return rules_name(self.rules)
+
+    @property
+    def detected_rules_label(self) -> str:
+        """The rules the file calls for, named as :attr:`rules_label` names them."""
+        return rules_name(self.detected_rules)
 
     @property
     def display_title(self) -> str:

@@ -32,14 +32,21 @@ from django.conf import settings
 from django.db import connections, router
 
 from treeview.models import AgentSession, Entry
+from treeview.session.agents import Agent
+from treeview.session.selector import _HIDDEN_TYPES as HIDDEN_TYPES
 from treeview.session.selector import FilterMode, FlatTree, Row, RowFacts, flatten_tree, visible_rows
+from treeview.session.selector_text import searchable_text
 from treeview.session.tree import build_forest, sort_children
 
 __all__ = [
     "HIDDEN_ASSISTANT",
+    "OMP_SETTINGS",
+    "PI_SETTINGS",
+    "PI_USAGE",
     "SETTINGS",
     "TOOL_RESULT",
     "USER",
+    "AgentTexts",
     "DbNode",
     "Forest",
     "flatten_session",
@@ -76,10 +83,22 @@ USER = 2
 SETTINGS = 4
 #: A tool result (hidden by no-tools).
 TOOL_RESULT = 8
+#: A bookkeeping entry oh-my-pi 18's default and no-tools modes hide (v15's and its newer types).
+OMP_SETTINGS = 16
+#: A bookkeeping entry pi 1.6's default and no-tools modes hide (v15's, ``context_edit``, ``session_info``).
+PI_SETTINGS = 32
+#: A pi ``usage`` record: pi never shows it, in any mode.
+PI_USAGE = 64
 
 logger = logging.getLogger(__name__)
 
-_SETTINGS_TYPES = frozenset({"label", "custom", "model_change", "thinking_level_change"})
+_SETTINGS_TYPES = HIDDEN_TYPES["omp15"]
+_OMP_SETTINGS_TYPES = HIDDEN_TYPES["omp"]
+_PI_SETTINGS_TYPES = HIDDEN_TYPES["pi"]
+# Entry types whose search text differs between the rules (the stored ``search_text`` is v15's): read from
+# their lines when a session is searched by oh-my-pi 18's or pi 1.6's rules. Messages, labels, compactions,
+# branch summaries and ``custom`` rows read alike under every rule set.
+_AGENT_TEXT_EXCLUDED = ("message", "label", "compaction", "branch_summary", "custom", "session")
 # Appended nodes remembered for deriving flattened trees incrementally (older trees are flattened again).
 _LOG_LIMIT = 2000
 
@@ -98,6 +117,60 @@ class DbNode:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class AgentTexts:
+    """What one rule set reads differently from the stored columns (which hold v15's search text), for the
+    rows of the types v15 searches otherwise (bookkeeping rows, custom messages: ``_AGENT_TEXT_EXCLUDED``).
+
+    ``search``: entry id → the rule set's search text without the label (lowercased for pi, whose search
+    compares lowercased substrings; as written for oh-my-pi, whose fuzzy match normalizes both sides).
+    ``skill_prompts``: the ids of oh-my-pi's skill-prompt custom messages (its user-only mode shows them).
+    """
+
+    search: dict[str, str] = field(default_factory=dict)
+    skill_prompts: frozenset[str] = frozenset()
+
+
+class _Unlabeled:
+    """An entry as a tree node without label, for ``searchable_text`` (the label is matched on its own)."""
+
+    __slots__ = ("entry", "label")
+
+    def __init__(self, entry: dict[str, Any]) -> None:
+        self.entry = entry
+        self.label = None
+
+
+def _load_agent_texts(session_pk: int, stop: int, agent: Agent) -> AgentTexts:
+    """The :class:`AgentTexts` of the rows with ``seq < stop``, read from their lines (a later line with the
+    same id wins, as in the forest)."""
+    if agent == "omp15":
+        return AgentTexts()
+    rows = (
+        Entry.objects.filter(session_id=session_pk, seq__lt=stop)
+        .exclude(type__in=_AGENT_TEXT_EXCLUDED)
+        .exclude(entry_id="")
+        .order_by("seq")
+        .values_list("entry_id", "raw")
+    )
+    search: dict[str, str] = {}
+    skill: set[str] = set()
+    for entry_id, raw in rows.iterator(chunk_size=2000):
+        try:
+            entry = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        text = searchable_text(_Unlabeled(entry), agent)
+        search[entry_id] = text.lower() if agent == "pi" else text
+        if entry.get("type") == "custom_message" and entry.get("customType") == "skill-prompt":
+            skill.add(entry_id)
+        else:
+            skill.discard(entry_id)
+    return AgentTexts(search, frozenset(skill))
 
 
 _gc_lock = threading.Lock()
@@ -181,8 +254,15 @@ def _node(row: Sequence[Any]) -> DbNode:
             flags = USER
         elif role == "toolResult":
             flags = TOOL_RESULT
-    elif kind in _SETTINGS_TYPES:
-        flags = SETTINGS
+    else:
+        if kind in _SETTINGS_TYPES:
+            flags |= SETTINGS
+        if kind in _OMP_SETTINGS_TYPES:
+            flags |= OMP_SETTINGS
+        if kind in _PI_SETTINGS_TYPES:
+            flags |= PI_SETTINGS
+        elif kind == "usage":
+            flags |= PI_USAGE
     return DbNode(
         entry, RowFacts(text, search_text, bool(has_text)), None, [], seq, flags, i or 0, o or 0, c or 0.0
     )
@@ -222,6 +302,9 @@ class Forest:
         self.generation = 0  # counts full loads
         self.log: list[DbNode] = []  # nodes appended since the last full load, in seq order
         self.log_start = 0  # the log holds every node with seq >= log_start
+        # Per rule set, what it reads differently from the stored columns (made on first use, see
+        # agent_texts); replaced, never changed in place, and dropped when rows it depends on arrive.
+        self._agent_texts: dict[str, AgentTexts] = {}
 
     @classmethod
     def load(cls, session: AgentSession) -> Forest:
@@ -279,6 +362,7 @@ class Forest:
         self.generation += 1
         self.log = []
         self.log_start = self.next_seq
+        self._agent_texts = {}
 
     def _restore(self, session: AgentSession) -> bool:
         """Build from the session's snapshot, then bring it up to the session; ``False`` when there is no
@@ -366,12 +450,25 @@ class Forest:
                 labeled.label = labels.get(target)
         self.roots = roots
         self.dangling |= dangling
+        if any(row[3] not in _AGENT_TEXT_EXCLUDED for row in rows):
+            self._agent_texts = {}  # a row the rule sets read differently: read them again on next use
         self.row_count += len(rows)
         self.next_seq = stop
         if len(self.log) > _LOG_LIMIT:
             del self.log[: len(self.log) - _LOG_LIMIT // 2]
             self.log_start = self.log[0].seq
         return True
+
+    def agent_texts(self, agent: Agent) -> AgentTexts:
+        """What ``agent``'s rules read differently from the stored columns (made once per state of the
+        forest; a thread may make it while another appends: the older answer is then not kept)."""
+        cached = self._agent_texts
+        found = cached.get(agent)
+        if found is None:
+            found = _load_agent_texts(self.session_pk, self.next_seq, agent)
+            if self._agent_texts is cached:
+                self._agent_texts = {**cached, agent: found}
+        return found
 
     def appended_since(self, seq: int) -> list[DbNode] | None:
         """The nodes appended with ``seq`` or later (seq order); ``None`` when the log does not reach back."""
@@ -462,6 +559,11 @@ def flatten_session(session: AgentSession, leaf_id: str | None = None) -> FlatTr
     return flatten_tree(load_forest(session), session.leaf_id if leaf_id is None else leaf_id)
 
 
-def select_rows(session: AgentSession, mode: FilterMode = "default", query: str = "") -> list[Row]:
-    """The rows of the tree selector for a filter mode and search query, in display order."""
-    return visible_rows(flatten_session(session), mode, query)
+def select_rows(
+    session: AgentSession, mode: FilterMode = "default", query: str = "", agent: Agent | None = None
+) -> list[Row]:
+    """The core tree selector's rows over the stored nodes for a filter mode and search query, by ``agent``'s
+    rules (default: the session's), in display order. The explorer's own filter (``explorer.ExplorerTree``)
+    also reads what the rules search differently from the stored text; this one searches the stored text."""
+    rules = session.rules.agent if agent is None else agent
+    return visible_rows(flatten_session(session), mode, query, agent=rules)

@@ -7,6 +7,7 @@ from treeview.views import share as share_views
 from treeview.views import teams
 from treeview.views.accounts import set_session_visibility
 from treeview.views.rights import session_rights
+from treeview.views.rules import set_session_rules
 
 app_name = "treeview"
 
@@ -52,6 +53,7 @@ urlpatterns = [
     path("s/<str:session_id>/branch-picker/", views.branch_picker, name="branch_picker"),
     path("s/<str:session_id>/visibility/", set_session_visibility, name="set_visibility"),
     path("s/<str:session_id>/rights/", session_rights, name="session_rights"),
+    path("s/<str:session_id>/rules/", set_session_rules, name="set_rules"),
     path("teams/", teams.team_list, name="team_list"),
     path("teams/<int:team_pk>/secrets/", teams.add_secret, name="add_team_secret"),
     path(

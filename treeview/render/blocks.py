@@ -118,6 +118,8 @@ class ToolCallBlock:
     code: CodeBlock | None  # the command, the written content, the edit as a diff
     arguments: JsonBlock
     intent: str | None = None
+    #: oh-my-pi's ``xd://`` devices: the device a read or write went through ("" for the listing), else None.
+    device: str | None = None
     kind: Literal["tool_call"] = field(default="tool_call", init=False)
 
 
@@ -254,6 +256,31 @@ def image_block(block: dict[str, Any], index: int, *, max_bytes: int = IMAGE_MAX
         return ImageBlock(index, declared, "invalid", None, message, len(raw))
     # validate=True accepted only the base64 alphabet, so `data` cannot break out of the attribute.
     return ImageBlock(index, declared, "inline", f"data:{sniffed};base64,{data}", "", len(raw))
+
+
+def fallback_notice(block: dict[str, Any]) -> NoticeBlock:
+    """oh-my-pi's ``fallback`` assistant block: the request went to another model (it carries no output)."""
+
+    def model(side: Any) -> str:
+        if isinstance(side, dict):
+            name = as_text(side.get("model")) or "?"
+            provider = as_text(side.get("provider"))
+            return f"{provider}/{name}" if provider and "/" not in name else name
+        return as_text(side) or "?"
+
+    text = f"Provider fallback: {model(block.get('from'))} → {model(block.get('to'))}"
+    reason = as_text(block.get("reason"))
+    return NoticeBlock(f"{text} ({reason})" if reason else text, "warning")
+
+
+def server_tool_block(block: dict[str, Any]) -> JsonBlock:
+    """oh-my-pi's ``anthropicServerTool`` assistant block: a server-side tool's block (web search and its
+    results ...), kept whole as JSON under the inner block's type."""
+    inner = block.get("block")
+    kind = as_text(inner.get("type")) if isinstance(inner, dict) else ""
+    name = as_text(inner.get("name")) if isinstance(inner, dict) else ""
+    label = "server tool" + (f": {kind}" if kind else "") + (f" ({name})" if name else "")
+    return json_block(label, inner if inner is not None else block)
 
 
 def unknown_block(block: Any) -> JsonBlock:

@@ -16,10 +16,12 @@ from treeview.render.blocks import (
     NoticeBlock,
     TextBlock,
     code_block,
+    fallback_notice,
     image_block,
     json_block,
     markdown_block,
     output_block,
+    server_tool_block,
     unknown_block,
 )
 from treeview.render.entry_view import EntryView, new_view, usage_view
@@ -65,6 +67,10 @@ def content_blocks(content: Any, *, as_output: bool = False, is_error: bool = Fa
             blocks.append(tool_call_block(block, index))
         elif kind == "image":
             blocks.append(image_block(block, index))
+        elif kind == "fallback":
+            blocks.append(fallback_notice(block))
+        elif kind == "anthropicServerTool":
+            blocks.append(server_tool_block(block))
         else:
             blocks.append(unknown_block(block))
     return blocks

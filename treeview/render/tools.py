@@ -8,6 +8,7 @@ reads the keys it knows and ignores the rest; the full arguments are always ther
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -243,10 +244,58 @@ def describe_call(name: Any, args: Any) -> tuple[str, str, list[Field], CodeBloc
     return tool, summary, [], None
 
 
+XD_PREFIX = "xd://"
+
+
+def device_call(name: Any, args: Any) -> tuple[str, str, Any] | None:
+    """oh-my-pi's ``xd://`` devices, driven through ``read`` and ``write``: (device, what, arguments) where
+    ``what`` is "listing" (read ``xd://``), "docs" (read ``xd://<tool>``) or "call" (write ``xd://<tool>``,
+    whose ``content`` is the tool's JSON arguments); ``None`` for any other call."""
+    tool = tool_kind(name)
+    if tool not in ("read", "write") or not isinstance(args, dict):
+        return None
+    path = _arg(args, "path", "file_path")
+    if not isinstance(path, str) or not path.startswith(XD_PREFIX):
+        return None
+    device = path[len(XD_PREFIX) :].strip("/")
+    if tool == "read":
+        return device, "docs" if device else "listing", None
+    content = args.get("content")
+    inner: Any = content
+    if isinstance(content, str):
+        try:
+            inner = json.loads(content)
+        except ValueError:
+            inner = content
+    return device, "call", inner
+
+
 def tool_call_block(block: Mapping[str, Any], index: int) -> ToolCallBlock:
-    """A `toolCall` content block of an assistant message."""
+    """A `toolCall` content block of an assistant message (an ``xd://`` device call as the device's tool)."""
     name = as_text(block.get("name"))
     args = block.get("arguments")
+    device = device_call(block.get("name"), args)
+    if device is not None:
+        target, what, inner = device
+        if what == "call":
+            tool, summary, fields, code = describe_call(target, inner)
+            if not tool and not summary and inner is not None and not isinstance(inner, dict):
+                summary = one_line(as_text(inner))
+        else:
+            tool, fields, code = "", [], None
+            summary = f"documentation of the {target} device" if target else "the list of devices"
+        return ToolCallBlock(
+            index=index,
+            call_id=as_text(block.get("id")),
+            name=target if what == "call" else name,
+            tool=tool,
+            summary=summary,
+            fields=fields,
+            code=code,
+            arguments=json_block("arguments", args),
+            intent=opt_text(block.get("intent")),
+            device=target,
+        )
     tool, summary, fields, code = describe_call(block.get("name"), args)
     return ToolCallBlock(
         index=index,

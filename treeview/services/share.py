@@ -213,7 +213,7 @@ def shown_ids(link: ShareLink, leaf: str, path: Sequence[str]) -> list[str]:
     mode = link.filter_mode if link.filter_mode in FILTER_MODES else "default"
     tree = explorer.explorer_tree(link.session, leaf)
     on_path = set(path)
-    visible = tree.visible(mode, link.query)  # type: ignore[arg-type]
+    visible = tree.visible(mode, link.query, agent=link.session.rules.agent)  # type: ignore[arg-type]
     return [i for n in visible.nodes if (i := n.node.entry.get("id")) in on_path]
 
 

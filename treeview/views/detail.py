@@ -43,6 +43,7 @@ from treeview.views.common import (
     session_links,
     session_or_404,
 )
+from treeview.views.rules import rules_context
 from treeview.views.tree_rows import row_html
 
 # -- the session page --------------------------------------------------------------------------------------
@@ -177,7 +178,9 @@ def _detail_context(
         # Comment counts of the whole session in one query: the rows' badges and the "commented" filter.
         counts = comment_service.comment_counts(session)
         commented = frozenset(counts) if state.mode == explorer.COMMENTED else None
-        window = explorer.tree_window(tree, state.mode, state.query, state.target_id, state.start, commented)
+        window = explorer.tree_window(
+            tree, state.mode, state.query, state.target_id, state.start, commented, agent=session.rules.agent
+        )
         selected = window.selected_id if state.target_id is None else state.target_id
     else:
         selected = state.target_id
@@ -232,6 +235,8 @@ def _detail_context(
             else {}
         ),
         "label_value": (node.node.label or "") if node is not None else "",
+        # Whose rules the session is read by, and the owner's form to switch them.
+        **rules_context(request, session),
         "branch": branch,
         # Totals of the branch on screen, from the cached tree (no query).
         "branch_totals": branch.totals if branch is not None else None,
@@ -386,7 +391,14 @@ def tree_rows(request: HttpRequest, session_id: str) -> HttpResponse:
     counts = comment_service.comment_counts(session)
     commented = frozenset(counts) if state.mode == explorer.COMMENTED else None
     window = explorer.tree_window(
-        tree, state.mode, state.query, state.target_id, state.start, commented, count=count
+        tree,
+        state.mode,
+        state.query,
+        state.target_id,
+        state.start,
+        commented,
+        count=count,
+        agent=session.rules.agent,
     )
     statuses = review_service.statuses_for_session(session)
     context = {"window": window, "rows": _row_items(state, window, counts, statuses)}
@@ -462,7 +474,10 @@ def _context_url(state: PageState, **changes: Any) -> str:
 def _context_tab_context(state: PageState, tree: explorer.ExplorerTree) -> dict[str, Any]:
     """The Context tab's data: the LLM context at the target (default: the leaf), one page of its cards."""
     target = state.target_id or state.leaf_id
-    llm = tree.memo(("llm", target), lambda: context_tab.llm_context(state.session, tree, target))
+    llm = tree.memo(
+        ("llm", state.session.rules.agent, target),
+        lambda: context_tab.llm_context(state.session, tree, target),
+    )
     cards, start, stop = llm.page(state.end)
     later = min(len(llm.cards), stop + context_tab.CONTEXT_PAGE)
     return {

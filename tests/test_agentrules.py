@@ -1,0 +1,319 @@
+"""The web explorer reads a session by its agent's rules (oh-my-pi 18 or pi 1.6), as the core does for the
+file: the tree's filters, search and row texts, and the rules a user picks for a session."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from django.template.loader import render_to_string
+from django.test import Client
+
+from tests.reference import DATA
+from tests.test_access import HTMX, SID, World, _world
+from tests.test_render import PNG_1X1, assistant, audit, call_block, entry, page, tool_call
+from tests.test_session_page import ROW
+from treeview import explorer
+from treeview.models import AgentSession
+from treeview.render import render_entries, render_entry
+from treeview.render.blocks import ImageBlock, JsonBlock, NoticeBlock, ToolCallBlock
+from treeview.services.sync import sync_file
+from treeview.session.selector import FILTER_MODES, flatten_tree, make_row, visible_rows
+from treeview.session.session_manager import SessionManager
+
+pytestmark = pytest.mark.django_db
+
+LATEST = DATA / "latest"
+# Words of the fixtures' texts, bookkeeping rows' terms (omp finds them, v15 does not), camel-case and
+# fuzzy forms (omp's matcher), and a token that matches nothing.
+QUERIES = [
+    "",
+    "user",
+    "read",
+    "reset boundary",
+    "credential",
+    "title",
+    "model",
+    "thinking",
+    "context edit",
+    "service tier",
+    "mode",
+    "skill",
+    "ttsr",
+    "compaction",
+    "summary",
+    "rdfl",
+    "zzz-nothing",
+]
+
+
+def _import(name: str, tmp_path: Path):
+    path = tmp_path / name
+    shutil.copyfile(LATEST / name, path)
+    return path, sync_file(path).session
+
+
+@pytest.mark.parametrize(
+    ("name", "agent"),
+    [
+        ("omp18w_features_200.jsonl", "omp"),
+        ("omp18w_features_200-branched.jsonl", "omp"),
+        ("omp18w_small_50.jsonl", "omp"),
+        ("pi16w_features_200.jsonl", "pi"),
+        ("pi16w_features_200-branched.jsonl", "pi"),
+        ("pi16w_small_50.jsonl", "pi"),
+    ],
+)
+def test_the_web_tree_shows_the_rows_the_core_shows_by_the_sessions_agent(
+    name: str, agent: str, tmp_path: Path
+) -> None:
+    path, session = _import(name, tmp_path)
+    assert session.rules.agent == agent
+    manager = SessionManager.open(path, agent=agent)
+    core_flat = flatten_tree(manager.get_tree(), manager.leaf_id)
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    assert [n.id for n in tree.flat.nodes] == [n.id for n in core_flat.nodes]
+    differs = False
+    for mode in FILTER_MODES:
+        for query in QUERIES:
+            core = visible_rows(core_flat, mode, query, agent=agent)  # type: ignore[arg-type]
+            ours = [make_row(n, tree.flat) for n in tree.visible(mode, query, agent=agent).nodes]
+            assert [(r.id, r.text) for r in ours] == [(r.id, r.text) for r in core], (mode, query)
+            v15 = [n.id for n in tree.visible(mode, query, agent="omp15").nodes]
+            differs = differs or v15 != [r.id for r in ours]
+            window = explorer.tree_window(tree, mode, query, None, None, agent=agent)
+            assert window.shown == len(core)
+    # The fixtures hold what the rules read differently: reading them by v15's rules would not do.
+    assert differs
+
+
+# -- the rules a user chooses for a session ---------------------------------------------------------------
+
+
+@pytest.fixture
+def world(db: Any, tmp_path: Path, settings: Any) -> World:
+    settings.ARBOR_SINGLE_USER = False
+    return _world(tmp_path)
+
+
+def _rules_url() -> str:
+    return f"/s/{SID}/rules/"
+
+
+def test_the_page_says_which_rules_apply_and_only_the_owner_may_switch(world: World) -> None:
+    for role in ("owner", "superuser", "member", "grantee", "team_admin"):
+        page = world.client(role).get(f"/s/{SID}/").content.decode()
+        assert "oh-my-pi 18 rules (" in page, role
+        assert ('class="rules-form"' in page) is (role in ("owner", "superuser")), role
+
+
+@pytest.mark.parametrize("role", ["member", "grantee", "team_admin", "outsider"])
+def test_a_viewer_cannot_switch_the_rules(world: World, role: str) -> None:
+    for headers in ({}, HTMX):
+        response = world.client(role).post(_rules_url(), {"rules": "pi"}, headers=headers)
+        assert response.status_code in (403, 404), role
+    assert AgentSession.objects.get(pk=world.session.pk).agent_rules == ""
+    assert Client().post(_rules_url(), {"rules": "pi"}).status_code == 302  # to the login page
+
+
+def test_the_owner_switches_the_rules_with_and_without_htmx(world: World) -> None:
+    owner = world.client("owner")
+    detected = AgentSession.objects.get(pk=world.session.pk).rules_label
+    response = owner.post(_rules_url(), {"rules": "pi"}, headers=HTMX)
+    assert response.status_code == 200 and response["HX-Refresh"] == "true"
+    fragment = response.content.decode()
+    assert 'id="agent-rules"' in fragment and "<html" not in fragment
+    assert "pi 1.6 rules (chosen for this session)" in fragment
+    assert f"detected: {detected}" in fragment
+    stored = AgentSession.objects.get(pk=world.session.pk)
+    assert stored.agent_rules == "pi" and stored.rules.agent == "pi"
+    page = owner.get(f"/s/{SID}/").content.decode()
+    assert "pi 1.6 rules (chosen for this session)" in page
+    assert '<option value="pi" selected>' in page
+    response = owner.post(_rules_url(), {"rules": "detect"})
+    assert response.status_code == 302 and response["Location"].startswith(f"/s/{SID}/")
+    stored = AgentSession.objects.get(pk=world.session.pk)
+    assert stored.agent_rules == "" and stored.rules_label == detected
+    refused = owner.post(_rules_url(), {"rules": "omp15"}, headers=HTMX)
+    assert refused.status_code == 400 and "not one of the available choices" in refused.content.decode()
+    assert AgentSession.objects.get(pk=world.session.pk).agent_rules == ""
+
+
+def test_the_tree_and_the_context_follow_the_chosen_rules(tmp_path: Path, client: Client) -> None:
+    path, session = _import("omp18w_features_200.jsonl", tmp_path)
+    url = f"/s/{session.session_id}/"
+    core_flat = flatten_tree(*_core(path))
+    seen = {}
+    for choice, agent in (("detect", "omp"), ("pi", "pi"), ("omp", "omp")):
+        assert client.post(f"{url}rules/", {"rules": choice}).status_code == 302
+        shown = len(visible_rows(core_flat, "default", "", agent=agent))
+        html = client.get(url).content.decode()
+        assert f"{shown} of {len(core_flat.nodes)} shown" in html, choice
+        rows = client.get(f"{url}rows/", {"start": "0", "count": "400"}).content.decode()
+        assert len(ROW.findall(rows)) == shown, choice
+        context = client.get(f"{url}context/", headers=HTMX).content.decode()
+        seen[choice] = context
+    # The path's compaction reaches the model in each agent's own wrapper.
+    assert "Prior model work/tool state available." in seen["omp"]
+    assert "Prior model work/tool state available." not in seen["pi"]
+    assert "The conversation history before this point was compacted" in seen["pi"]
+    assert seen["detect"].count("Prior model work") == seen["omp"].count("Prior model work")
+
+
+def _core(path: Path) -> tuple[Any, Any]:
+    manager = SessionManager.open(path)
+    return manager.get_tree(), manager.leaf_id
+
+
+# -- rendering what the newest agents write --------------------------------------------------------------
+
+HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def _blocks_html(view: Any) -> str:
+    return render_to_string("treeview/_entry_blocks.html", {"view": view, "session": None})
+
+
+def test_a_tool_calls_intent_is_shown_with_the_call_and_escaped() -> None:
+    view = render_entry(assistant(dict(tool_call("bash", {"command": "ls"}), intent="List the files")))
+    (block,) = view.blocks
+    assert isinstance(block, ToolCallBlock) and block.intent == "List the files"
+    html = _blocks_html(view)
+    assert "Intent: List the files" in html
+    hostile = _blocks_html(
+        render_entry(assistant(dict(tool_call("bash", {"command": "ls"}), intent=HOSTILE)))
+    )
+    assert "<script>" not in hostile and "&lt;script&gt;" in hostile
+
+
+def test_omps_renamed_tools_render_as_their_kind() -> None:
+    grep = call_block("grep", {"pattern": "TODO", "path": "src"})
+    assert grep.tool == "grep" and grep.summary == "TODO in src"
+    glob = call_block("glob", {"pattern": "**/*.py", "path": "src"})
+    assert glob.tool == "find" and glob.summary == "**/*.py in src"
+    # xd:// devices go through read and write: the listing, a device's documentation, a device's call.
+    listing = call_block("read", {"path": "xd://"})
+    assert listing.device == "" and listing.summary == "the list of devices" and listing.tool == ""
+    docs = call_block("read", {"path": "xd://web_search"})
+    assert docs.device == "web_search" and docs.summary == "documentation of the web_search device"
+    call = call_block("write", {"path": "xd://bash", "content": '{"command": "make test"}'})
+    assert (call.device, call.name, call.tool, call.summary) == ("bash", "bash", "bash", "make test")
+    assert call.code is not None and "make" in call.code.html
+    custom = call_block("write", {"path": "xd://web_search", "content": '{"query": "arbor"}'})
+    assert custom.name == "web_search" and custom.summary == "query: arbor"
+    broken = call_block("write", {"path": "xd://todo", "content": "not json"})
+    assert broken.device == "todo" and broken.summary == "not json"
+    # A plain file is still a file.
+    assert call_block("write", {"path": "a.py", "content": "x"}).device is None
+    html = _blocks_html(render_entry(assistant(tool_call("write", {"path": "xd://bash", "content": "{}"}))))
+    assert "(device xd://bash)" in html
+    hub = call_block("hub", {"action": "list", "room": "general"})
+    assert hub.name == "hub" and hub.summary == "action: list"  # an unknown tool: generically
+
+
+def test_pis_edit_with_several_pairs_is_shown_as_diffs() -> None:
+    # pi 1.6's edit tool: {path, edits: [{oldText, newText}, ...]} (the fixtures' edits carry no pairs).
+    pair = call_block(
+        "edit",
+        {
+            "path": "a.py",
+            "edits": [{"oldText": "one", "newText": "uno"}, {"oldText": "two", "newText": "dos"}],
+        },
+    )
+    assert pair.code is not None
+    text = re.sub(r"<[^>]+>", "", pair.code.html)
+    assert "a.py (edit 1)" in text and "a.py (edit 2)" in text
+    assert "-one" in text and "+uno" in text and "-two" in text and "+dos" in text
+
+
+def test_new_assistant_blocks_are_rendered() -> None:
+    view = render_entry(
+        assistant(
+            {"type": "text", "text": "Done."},
+            {
+                "type": "fallback",
+                "from": {"provider": "anthropic", "model": "claude-opus-4-5"},
+                "to": {"provider": "openai", "model": "gpt-5.1"},
+                "reason": "overloaded",
+            },
+            {
+                "type": "anthropicServerTool",
+                "block": {"type": "server_tool_use", "name": "web_search", "input": {"query": "arbor"}},
+            },
+            {"type": "image", "mimeType": "image/png", "data": PNG_1X1},
+            {"type": "somethingNew", "value": 1},
+        )
+    )
+    kinds = [block.kind for block in view.blocks]
+    assert kinds == ["text", "notice", "json", "image", "json"]
+    fallback, server, image, unknown = view.blocks[1:]
+    assert isinstance(fallback, NoticeBlock)
+    assert fallback.text == "Provider fallback: anthropic/claude-opus-4-5 → openai/gpt-5.1 (overloaded)"
+    assert isinstance(server, JsonBlock) and server.label == "server tool: server_tool_use (web_search)"
+    assert "arbor" in server.html
+    assert isinstance(image, ImageBlock) and image.status == "inline"
+    assert isinstance(unknown, JsonBlock) and unknown.label == "somethingNew block"
+
+
+def test_remote_compactions_and_discarded_branches_say_what_they_are() -> None:
+    views = render_entries(SessionManager.open(LATEST / "omp18w_features_200.jsonl").entries)
+    remote = [v for v in views if v.kind == "compaction" and ("method", "remote") in _fields(v)]
+    assert remote
+    for view in remote:
+        notices = [b.text for b in view.blocks if isinstance(b, NoticeBlock)]
+        assert any("placeholder" in text for text in notices)
+    marker = [v for v in views if ("details", "discarded-entry-branch") in _fields(v)]
+    assert marker and all(v.is_marker or v.kind == "branch_summary" for v in marker)
+    assert any("discarded branch" in b.text for v in marker for b in v.blocks if isinstance(b, NoticeBlock))
+
+
+def _fields(view: Any) -> list[tuple[str, str]]:
+    return [(f.label, f.value) for f in view.fields]
+
+
+def test_hostile_html_in_every_new_field_is_escaped() -> None:
+    views = [
+        render_entry(
+            assistant(
+                dict(
+                    tool_call(
+                        "write",
+                        {"path": f"xd://{HOSTILE}", "content": orjson.dumps({HOSTILE: HOSTILE}).decode()},
+                    ),
+                    intent=HOSTILE,
+                ),
+                tool_call("read", {"path": f"xd://{HOSTILE}"}),
+                tool_call("glob", {"pattern": HOSTILE, "path": HOSTILE}),
+                tool_call(
+                    "edit", {"path": HOSTILE, "edits": [{"oldText": HOSTILE, "newText": HOSTILE + "!"}]}
+                ),
+                {
+                    "type": "fallback",
+                    "from": {"model": HOSTILE, "provider": HOSTILE},
+                    "to": HOSTILE,
+                    "reason": HOSTILE,
+                },
+                {
+                    "type": "anthropicServerTool",
+                    "block": {"type": HOSTILE, "name": HOSTILE, HOSTILE: HOSTILE},
+                },
+                {"type": "image", "mimeType": HOSTILE, "data": HOSTILE},
+                {"type": HOSTILE, HOSTILE: HOSTILE},
+            )
+        ),
+        render_entry(
+            entry("compaction", summary=HOSTILE, method="remote", firstKeptEntryId=HOSTILE, tokensBefore=1)
+        ),
+        render_entry(
+            entry("branch_summary", fromId=HOSTILE, summary="", details={"kind": "discarded-entry-branch"})
+        ),
+    ]
+    for view in views:
+        html = _blocks_html(view)
+        assert "<script" not in html and "<img src=x" not in html
+        assert "&lt;script&gt;" in html or "&amp;lt;script" in html or "&lt;" in html
+    audit(page(views))
