@@ -33,6 +33,7 @@ from treeview.session import js
 from treeview.session.agents import Agent
 from treeview.session.fuzzy import fuzzy_matches
 from treeview.session.selector_text import display_text, has_text_content, searchable_text
+from treeview.session.selector_text_latest import omp_display_text, omp_has_text, pi_display_text
 from treeview.session.selector_tree import (
     FlatNode,
     FlatTree,
@@ -228,7 +229,12 @@ def _passes(flat: FlatNode, leaf_id: str | None, mode: FilterMode, agent: Agent 
         stop = message.get("stopReason")
         error_or_aborted = js.truthy(stop) and stop not in ("stop", "toolUse")
         facts = facts_of(flat.node)
-        has_text = facts.has_text if facts is not None else has_text_content(message.get("content"))
+        if facts is not None:
+            has_text = facts.has_text
+        elif agent == "omp":
+            has_text = omp_has_text(message.get("content"))
+        else:
+            has_text = has_text_content(message.get("content"))
         if not error_or_aborted and not has_text:
             return False
     if mode == "user-only":
@@ -290,8 +296,13 @@ def _omp_haystack(flat: FlatNode) -> str:
     return f"{label} {facts.search_text}" if label else facts.search_text
 
 
-def make_row(flat: FlatNode, tree: FlatTree, home: str | None = None) -> Row:
-    """The :class:`Row` of one flat node (build only a window of rows from :func:`filter_nodes`)."""
+_TEXTS: Final = {"omp": omp_display_text, "pi": pi_display_text, "omp15": display_text}
+
+
+def make_row(flat: FlatNode, tree: FlatTree, home: str | None = None, agent: Agent = "omp15") -> Row:
+    """The :class:`Row` of one flat node (build only a window of rows from :func:`filter_nodes`).
+
+    Its text is the agent's (a node carrying precomputed :class:`RowFacts` keeps theirs)."""
     entry = flat.entry
     message = entry.get("message") if entry.get("type") == "message" else None
     role = message.get("role") if isinstance(message, dict) else None
@@ -306,7 +317,7 @@ def make_row(flat: FlatNode, tree: FlatTree, home: str | None = None) -> Row:
         role=role if isinstance(role, str) else None,
         content=facts.text
         if (facts := facts_of(flat.node)) is not None
-        else display_text(entry, tree.tool_calls, home),
+        else _TEXTS[agent](entry, tree.tool_calls, home),
         label=label if label else None,
         indent=flat.indent,
         display_indent=flat.display_indent,
@@ -326,7 +337,7 @@ def visible_rows(
     agent: Agent = "omp15",
 ) -> list[Row]:
     """The rows the selector shows for a filter mode and search query, in display order."""
-    return [make_row(node, flat, home) for node in filter_nodes(flat, mode, query, agent=agent)]
+    return [make_row(node, flat, home, agent) for node in filter_nodes(flat, mode, query, agent=agent)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -403,31 +414,33 @@ def _prefix(
     return "".join(cells)
 
 
-def _char_width(ch: str) -> int:
+def char_width(ch: str) -> int:
+    """The terminal columns of one character (east-asian wide 2, combining marks 0, else 1)."""
     if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
         return 0
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
-def truncate_to_width(text: str, width: int) -> str:
-    """Cut ``text`` to ``width`` terminal columns with a trailing ``…`` (an approximation of the
+def truncate_to_width(text: str, width: int, ellipsis: str = "…") -> str:
+    """Cut ``text`` to ``width`` terminal columns with a trailing ``ellipsis`` (an approximation of the
     original's native ``truncateToWidth``: east-asian wide characters count 2, combining marks 0)."""
     total = 0
     for ch in text:
-        total += _char_width(ch)
+        total += char_width(ch)
     if total <= width:
         return text
-    if width <= 1:
-        return "…"[:width]
+    room = width - sum(char_width(ch) for ch in ellipsis)
+    if room < 0:
+        return ellipsis[:width]
     out: list[str] = []
     used = 0
     for ch in text:
-        w = _char_width(ch)
-        if used + w > width - 1:
+        w = char_width(ch)
+        if used + w > room:
             break
         out.append(ch)
         used += w
-    return "".join(out) + "…"
+    return "".join(out) + ellipsis
 
 
 def render_row(
@@ -462,8 +475,35 @@ def render_lines(
     symbols: TreeSymbols = UNICODE_SYMBOLS,
     *,
     agent: Agent = "omp15",
+    tree: FlatTree | None = None,
+    query: str = "",
+    label_times: Mapping[str, str] | None = None,
+    show_label_times: bool = False,
 ) -> list[str]:
-    """The list body as text: the visible window of rows, then the footer, or ``  No entries found``."""
+    """The list body as the agent draws it: the visible window of rows, then the footer.
+
+    v15 (``omp15``): rows, then ``  (i/N) [tag]``, or ``  No entries found``. oh-my-pi 18 and pi 1.6: see
+    :mod:`treeview.session.selector_draw`; they need ``tree`` (the flattened tree the rows come from: omp
+    counts its entries when nothing is shown, pi walks hidden entries to a row's visible parent) and
+    ``query`` (omp says when a search matched nothing). ``label_times`` / ``show_label_times``: pi's label
+    times (Shift+T).
+    """
+    from treeview.session.selector_draw import omp_lines, pi_lines
+
+    if agent == "omp":
+        total = len(tree) if tree is not None else len(rows)
+        return omp_lines(rows, selected_index, mode, width, max_visible, symbols, total=total, query=query)
+    if agent == "pi":
+        return pi_lines(
+            rows,
+            selected_index,
+            mode,
+            width,
+            max_visible,
+            tree=tree,
+            label_times=label_times,
+            show_label_times=show_label_times,
+        )
     if not rows:
         lines = [_NO_ENTRIES, footer(None, 0, mode)]
     else:
