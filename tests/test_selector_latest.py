@@ -226,3 +226,69 @@ def test_omp_shows_why_an_assistant_turn_has_no_text(fields: dict, text: str) ->
     message = {"role": "assistant", "content": [], **fields}
     manager = _manager({"type": "message", "id": "a", "parentId": None, "message": message})
     assert _draw(manager, "omp")[0] == f"› • {text}"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Keys: Shift+T (pi's label times) and Alt+Up / Alt+Down (oh-my-pi's turn jumps)
+
+
+def test_shift_t_shows_each_labels_time_in_pis_drawing() -> None:
+    manager = _manager(
+        _msg("a", None, "user", "first"),
+        _msg("b", "a", "assistant", "answer"),
+        {"type": "label", "id": "l", "parentId": "b", "targetId": "a", "label": "start"},
+    )
+    assert manager.label_timestamp("a") == "2026-05-01T10:00:02.000Z"
+    selector = sel.TreeSelector(
+        manager.get_tree(), manager.leaf_id, agent="pi", label_times=manager.label_times
+    )
+    assert selector.render()[0] == "  • [start] user: first"
+    selector.toggle_label_times()
+    lines = selector.render()
+    when = sel.format_label_time("2026-05-01T10:00:02.000Z")
+    assert lines[0] == f"  • [start] {when} user: first"
+    assert lines[-1] == "  (2/2) [+label time]"
+    selector.toggle_label_times()
+    assert selector.render()[0] == "  • [start] user: first"
+
+
+def test_label_time_format_follows_pi() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    local = datetime(2026, 5, 1, 10, 7).astimezone()
+    stamp = local.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    assert sel.format_label_time(stamp, now=local) == "10:07"
+    assert sel.format_label_time(stamp, now=local + timedelta(days=3)) == "5/1 10:07"
+    assert sel.format_label_time(stamp, now=local.replace(year=2027)) == "26/5/1 10:07"
+
+
+def test_alt_up_and_down_jump_between_turns_without_wrapping() -> None:
+    # user, assistant (tool call only: hidden), tool result, assistant with text, user
+    call = {"type": "toolCall", "id": "t1", "name": "read", "arguments": {"path": "a.py"}}
+    manager = _manager(
+        _msg("u1", None, "user", "read it"),
+        {"type": "message", "id": "c", "parentId": "u1", "message": {"role": "assistant", "content": [call]}},
+        {
+            "type": "message",
+            "id": "r",
+            "parentId": "c",
+            "message": {"role": "toolResult", "toolCallId": "t1", "toolName": "read", "content": []},
+        },
+        _msg("a1", "r", "assistant", "done"),
+        _msg("u2", "a1", "user", "thanks"),
+    )
+    selector = sel.TreeSelector(manager.get_tree(), manager.leaf_id, agent="omp")
+    assert [row.id for row in selector.rows] == ["u1", "r", "a1", "u2"]
+    assert selector.selected_id == "u2"
+    selector.jump_turn(-1)
+    assert selector.selected_id == "a1"
+    selector.jump_turn(-1)  # past the tool result
+    assert selector.selected_id == "u1"
+    selector.jump_turn(-1)  # nothing above: stays
+    assert selector.selected_id == "u1"
+    selector.jump_turn(1)
+    assert selector.selected_id == "a1"
+    selector.set_mode("user-only")
+    assert selector.selected_id == "u1"  # a1's nearest visible ancestor
+    selector.jump_turn(1)
+    assert selector.selected_id == "u2"

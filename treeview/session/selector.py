@@ -33,7 +33,12 @@ from treeview.session import js
 from treeview.session.agents import Agent
 from treeview.session.fuzzy import fuzzy_matches
 from treeview.session.selector_text import display_text, has_text_content, searchable_text
-from treeview.session.selector_text_latest import omp_display_text, omp_has_text, pi_display_text
+from treeview.session.selector_text_latest import (
+    format_label_time,
+    omp_display_text,
+    omp_has_text,
+    pi_display_text,
+)
 from treeview.session.selector_tree import (
     FlatNode,
     FlatTree,
@@ -63,6 +68,7 @@ __all__ = [
     "flatten_tree",
     "follow_selection",
     "footer",
+    "format_label_time",
     "initial_selection",
     "make_row",
     "nearest_visible_index",
@@ -525,10 +531,14 @@ class TreeSelector:
         selected_id: str | None = None,
         home: str | None = None,
         agent: Agent = "omp15",
+        label_times: Mapping[str, str] | None = None,
     ) -> None:
         self.flat = flatten_tree(roots, leaf_id)
         self.home = home
         self.agent = agent
+        #: Entry id -> when its label was set (``SessionManager.label_times``), for Shift+T.
+        self.label_times = label_times
+        self.show_label_times = False
         self.mode = _check_mode(mode)
         self.query = query
         self.rows = visible_rows(self.flat, self.mode, self.query, home, agent=agent)
@@ -575,10 +585,38 @@ class TreeSelector:
         if self.rows and self.selected_index is not None:
             self.selected_index = max(0, min(len(self.rows) - 1, self.selected_index + delta))
 
+    def jump_turn(self, direction: Literal[-1, 1]) -> None:
+        """oh-my-pi's Alt+Up (-1) / Alt+Down (+1): the nearest row above / below that is a user or assistant
+        message (a turn); the selection stays when there is none (no wrapping)."""
+        if self.selected_index is None:
+            return
+        index = self.selected_index + direction
+        while 0 <= index < len(self.rows):
+            if self.rows[index].role in ("user", "assistant"):
+                self.selected_index = index
+                self._last_selected_id = self.selected_id
+                return
+            index += direction
+
+    def toggle_label_times(self) -> None:
+        """pi's Shift+T: show / hide when each label was set (drawn by pi's rules, ``[+label time]``)."""
+        self.show_label_times = not self.show_label_times
+
     def footer(self) -> str:
-        """The footer line for the current state."""
+        """The v15 footer line for the current state (the newest agents' are in :meth:`render`)."""
         return footer(self.selected_index, len(self.rows), self.mode)
 
     def render(self, width: int | None = None, max_visible: int | None = None) -> list[str]:
-        """The list body as text (rows of the visible window, then the footer)."""
-        return render_lines(self.rows, self.selected_index, self.mode, width, max_visible)
+        """The list body as the agent draws it (rows of the visible window, then the footer)."""
+        return render_lines(
+            self.rows,
+            self.selected_index,
+            self.mode,
+            width,
+            max_visible,
+            agent=self.agent,
+            tree=self.flat,
+            query=self.query,
+            label_times=self.label_times,
+            show_label_times=self.show_label_times,
+        )
