@@ -44,7 +44,7 @@ def row_html(item: RowItem, selected_id: Any, statuses: Mapping[str, str] | None
         parts.append(f'<span class="label-chip">{escape(row.label)}</span> ')
         label_time = getattr(row.flat.node, "label_time", None)
         if label_time:
-            # When the label was set: shown by Shift+T (explorer.js writes it in the reader's time, as pi does).
+            # When the label was set: shown by Shift+T (explorer.js writes it in local time, as pi does).
             parts.append(f'<time class="label-time" datetime="{escape(label_time)}"></time>')
     parts.append(f'<span class="tree-text">{escape(row.content)}</span>')
     if statuses:
