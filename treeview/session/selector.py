@@ -23,6 +23,7 @@ The web UI draws the same :class:`Row` objects as HTML (``row.gutters``, ``row.c
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -420,6 +421,7 @@ def _prefix(
     return "".join(cells)
 
 
+@functools.cache
 def char_width(ch: str) -> int:
     """The terminal columns of one character (east-asian wide 2, combining marks 0, else 1)."""
     if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
@@ -427,13 +429,45 @@ def char_width(ch: str) -> int:
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
+def _narrow_pattern() -> re.Pattern[str]:
+    """A run of characters one column wide each (below U+3000: the tree glyphs, Latin, Greek, Cyrillic …),
+    so that most lines are measured and cut with ``len`` and slices instead of a loop over characters."""
+    ranges: list[str] = []
+    start: int | None = None
+    for code in range(0x3001):
+        narrow = code < 0x3000 and char_width(chr(code)) == 1
+        if narrow and start is None:
+            start = code
+        elif not narrow and start is not None:
+            ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(code - 1))}")
+            start = None
+    return re.compile(f"[{''.join(ranges)}]*")
+
+
+_NARROW: Final = _narrow_pattern()
+
+
+def is_narrow(text: str) -> bool:
+    """Whether every character of ``text`` is one column wide."""
+    return text.isascii() or _NARROW.fullmatch(text) is not None
+
+
+def text_width(text: str) -> int:
+    """The terminal columns of ``text`` (:func:`char_width` of each character)."""
+    return len(text) if is_narrow(text) else sum(map(char_width, text))
+
+
 def truncate_to_width(text: str, width: int, ellipsis: str = "…") -> str:
     """Cut ``text`` to ``width`` terminal columns with a trailing ``ellipsis`` (an approximation of the
     original's native ``truncateToWidth``: east-asian wide characters count 2, combining marks 0)."""
-    total = 0
-    for ch in text:
-        total += char_width(ch)
-    if total <= width:
+    if len(text) * 2 <= width:
+        return text  # (no character is wider than 2 columns)
+    if is_narrow(text):
+        if len(text) <= width:
+            return text
+        room = width - text_width(ellipsis)
+        return ellipsis[:width] if room < 0 else text[:room] + ellipsis
+    if text_width(text) <= width:
         return text
     room = width - sum(char_width(ch) for ch in ellipsis)
     if room < 0:

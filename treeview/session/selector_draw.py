@@ -113,6 +113,18 @@ def _omp_prefix(row: Row, offset: int, symbols: TreeSymbols) -> str:
     shown = depth - scroll
     if shown <= 0:
         return ""
+    # Rows of a chain share their gutters (and deep rows have many): drawn once per kind.
+    memo = row.flat.drawing_memo()
+    key = ("omp", depth, scroll, row.connector, symbols)
+    if memo is not None and (known := memo.get(key)) is not None:
+        return known
+    prefix = _omp_cells(row, scroll, shown, symbols)
+    if memo is not None:
+        memo[key] = prefix
+    return prefix
+
+
+def _omp_cells(row: Row, scroll: int, shown: int, symbols: TreeSymbols) -> str:
     gutters = row.flat.depth_gutter_levels(scroll)
     connector = row.connector
     cells = []
@@ -239,19 +251,28 @@ def _pi_shapes(rows: Sequence[Row], tree: FlatTree | None) -> tuple[list[_Shape]
     return shapes, several_roots
 
 
-def _pi_prefix(shape: _Shape, several_roots: bool) -> str:
+def _pi_prefix(shape: _Shape, several_roots: bool, memo: dict[Any, str]) -> str:
     display = max(0, shape.indent - 1) if several_roots else shape.indent
     position = display - 1 if shape.connector else -1
+    # Siblings and chains share one gutters tuple: each kind of prefix is drawn once.
+    key = (id(shape.gutters), display, position, shape.is_last, shape.foldable)
+    known = memo.get(key)
+    if known is not None:
+        return known
+    by_level: dict[int, bool] = {}
+    for at, show in shape.gutters:
+        by_level.setdefault(at, show)  # the root-most gutter of a level wins (JavaScript's find)
     cells = []
     for level in range(display):
-        gutter = next((show for at, show in shape.gutters if at == level), None)
+        gutter = by_level.get(level)
         if gutter is not None:
             cells.append("│  " if gutter else "   ")
         elif level == position:
             cells.append(("└" if shape.is_last else "├") + ("⊟" if shape.foldable else "─") + " ")
         else:
             cells.append("   ")
-    return "".join(cells)
+    memo[key] = prefix = "".join(cells)
+    return prefix
 
 
 def _columns(text: str) -> list[tuple[str, int]]:
@@ -263,6 +284,10 @@ def _columns(text: str) -> list[tuple[str, int]]:
 def _slice_columns(text: str, start: int, length: int) -> str:
     """The characters of ``text`` within columns ``[start, start + length)`` (a wide character cut by either
     edge is left out)."""
+    from treeview.session.selector import is_narrow
+
+    if is_narrow(text):
+        return text[start : start + length]
     out = []
     column = 0
     for ch, width in _columns(text):
@@ -275,7 +300,9 @@ def _slice_columns(text: str, start: int, length: int) -> str:
 
 
 def _width(text: str) -> int:
-    return sum(width for _, width in _columns(text))
+    from treeview.session.selector import text_width
+
+    return text_width(text)
 
 
 def pi_lines(
@@ -302,10 +329,11 @@ def pi_lines(
     selected = selected_index if selected_index is not None else 0
     start, end = _window(selected, len(rows), max_visible)
     drawn = []
+    memo: dict[Any, str] = {}
     for index in range(start, end):
         row = rows[index]
         marker = "• " if row.active else ""
-        before = _pi_prefix(shapes[index], several_roots) + marker
+        before = _pi_prefix(shapes[index], several_roots, memo) + marker
         label = f"[{row.label}] " if row.label else ""
         stamp = ""
         if show_label_times and row.label and label_times and label_times.get(row.id):
