@@ -78,6 +78,34 @@ function place(row) {
   row.style.top = `${indexOf(row) * ROW_HEIGHT}px`;
 }
 
+// The keys help (a <details> in the tree, replaced with it) stays open or closed as the reader left it.
+const KEYS_HELP = "arbor-tree-keys";
+
+function restoreKeysHelp() {
+  const help = tree()?.querySelector("details.tree-keys");
+  if (help) {
+    try {
+      help.open = window.sessionStorage.getItem(KEYS_HELP) === "open";
+    } catch {
+      // no storage: closed
+    }
+  }
+}
+
+document.addEventListener(
+  "toggle",
+  (event) => {
+    if (event.target instanceof HTMLDetailsElement && event.target.matches("#tree details.tree-keys")) {
+      try {
+        window.sessionStorage.setItem(KEYS_HELP, event.target.open ? "open" : "");
+      } catch {
+        // no storage
+      }
+    }
+  },
+  true,
+);
+
 function markSelected(row, on) {
   row.setAttribute("aria-selected", on ? "true" : "false");
   row.classList.toggle("selected", on);
@@ -88,6 +116,8 @@ function markSelected(row, on) {
 }
 
 function setup() {
+  fillLabelTimes();
+  restoreKeysHelp();
   const list = tree()?.querySelector(".tree-rows");
   if (!list || !list.dataset.rowsUrl) {
     view = null;
@@ -195,6 +225,7 @@ function insert(slice) {
       }
     }
     view.list.insertBefore(row, next);
+    fillLabelTimes(row);
     have.set(index, row);
     if (index === view.selectedIndex) {
       view.selectedId = row.dataset.entryId;
@@ -473,6 +504,92 @@ function moveInList(key) {
     select(next);
   }
   return true;
+}
+
+// Alt+Up / Alt+Down (oh-my-pi's turn jumps): the nearest row above / below that is a user or assistant message,
+// loading the rows on the way; the selection stays when there is none (no wrapping).
+const isTurn = (row) => row?.dataset.role === "user" || row?.dataset.role === "assistant";
+
+async function jumpTurn(step) {
+  if (!view) {
+    const list = rows();
+    const current = selectedRow();
+    for (let index = (current ? list.indexOf(current) : -1) + step; index >= 0 && index < list.length; index += step) {
+      if (isTurn(list[index])) {
+        select(list[index]);
+        break;
+      }
+    }
+    return;
+  }
+  const current = view;
+  const from = view.selectedIndex;
+  if (from === null) {
+    return;
+  }
+  for (let index = from + step; index >= 0 && index < current.shown; index += step) {
+    let row = rowAt(index);
+    if (!row) {
+      await ensure(index, index);
+      if (view !== current || view.selectedIndex !== from) {
+        return; // the tree or the selection changed meanwhile: that wins
+      }
+      row = rowAt(index);
+    }
+    if (isTurn(row)) {
+      selectIndex(index, true);
+      return;
+    }
+  }
+}
+
+// -- label times (Shift+T, as pi's /tree) --------------------------------------------------------------------
+// The rows carry <time class="label-time" datetime=…> after a label; shown when the root has show-label-times,
+// written in the reader's time as pi writes them: HH:MM today, M/D HH:MM this year, else YY/M/D HH:MM.
+
+const LABEL_TIMES = "arbor-label-times";
+
+function labelTime(iso) {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) {
+    return iso;
+  }
+  const now = new Date();
+  const time = `${String(date.getHours()).padStart(2, "0")}:${String(date.getMinutes()).padStart(2, "0")}`;
+  if (date.toDateString() === now.toDateString()) {
+    return time;
+  }
+  const day = `${date.getMonth() + 1}/${date.getDate()}`;
+  if (date.getFullYear() === now.getFullYear()) {
+    return `${day} ${time}`;
+  }
+  return `${String(date.getFullYear()).slice(-2)}/${day} ${time}`;
+}
+
+function fillLabelTimes(root = tree()) {
+  for (const element of root?.querySelectorAll("time.label-time:empty") ?? []) {
+    element.textContent = labelTime(element.getAttribute("datetime"));
+    element.title = `label set ${new Date(element.getAttribute("datetime")).toLocaleString()}`;
+  }
+}
+
+function showLabelTimes(on) {
+  document.documentElement.classList.toggle("show-label-times", on);
+  try {
+    window.sessionStorage.setItem(LABEL_TIMES, on ? "1" : "");
+  } catch {
+    // storage refused (private mode): the toggle still holds for this page
+  }
+  const status = document.getElementById("live-status");
+  if (status) {
+    status.textContent = on ? "Label times shown" : "Label times hidden";
+  }
+}
+
+try {
+  document.documentElement.classList.toggle("show-label-times", window.sessionStorage.getItem(LABEL_TIMES) === "1");
+} catch {
+  // no storage: hidden
 }
 
 // -- the conversation follows the selection ----------------------------------------------------------------
@@ -869,6 +986,18 @@ function onKeyDown(event) {
   } else if (event.ctrlKey && !event.altKey && !event.metaKey && lower === "o") {
     cycleFilter(event.shiftKey ? -1 : 1);
     handled = true;
+  } else if (
+    event.altKey &&
+    !event.ctrlKey &&
+    !event.metaKey &&
+    !event.shiftKey &&
+    (key === "ArrowUp" || key === "ArrowDown") &&
+    !editing &&
+    inPane
+  ) {
+    window.clearTimeout(previewTimer);
+    jumpTurn(key === "ArrowUp" ? -1 : 1);
+    handled = true;
   } else if (key === "Escape" && !editing) {
     handled = clearSearch() || escapePressed();
   } else if (key === "/" && !editing && !inSearch && !event.altKey && !event.ctrlKey && !event.metaKey) {
@@ -882,6 +1011,23 @@ function onKeyDown(event) {
   } else if (key === "L" && event.shiftKey && !inSearch) {
     // From the rows (the search box types its own "L"), whatever the search box holds.
     handled = editLabel();
+  } else if (key === "T" && event.shiftKey && !inSearch) {
+    showLabelTimes(!document.documentElement.classList.contains("show-label-times"));
+    fillLabelTimes();
+    handled = true;
+  } else if (key === "Enter" && event.shiftKey && (onPage || focusedRow)) {
+    // oh-my-pi's Shift+Enter: move the leaf to the selected row and summarize the branch left, without asking.
+    if (focusedRow && focusedRow !== selectedRow()) {
+      select(focusedRow);
+    }
+    const row = selectedRow();
+    if (row) {
+      window.clearTimeout(previewTimer);
+      document.dispatchEvent(
+        new CustomEvent("arbor:navigate", { detail: { entryId: row.dataset.entryId, summarize: true } }),
+      );
+      handled = true;
+    }
   } else if (key === "Enter" && (onPage || focusedRow)) {
     if (focusedRow && focusedRow !== selectedRow()) {
       select(focusedRow);

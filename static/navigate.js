@@ -35,8 +35,9 @@ function rowText(entryId) {
   return row?.querySelector(".tree-text")?.textContent?.trim() || entryId;
 }
 
-// Open the choice of §17.8 for an entry (default: the selected tree row).
-function openNavigator(entryId) {
+// Open the choice of §17.8 for an entry (default: the selected tree row). `summarize` (Shift+Enter in the
+// tree, as oh-my-pi does): choose "Summarize" at once when it is available; else the choice stays, saying why.
+function openNavigator(entryId, summarize = false) {
   const target = entryId || selectedRow()?.dataset.entryId;
   if (root.dataset.refused) {
     // The user sees the session but may not move its leaf (the server refuses it too): say why.
@@ -59,6 +60,9 @@ function openNavigator(entryId) {
   }
   const first = dialog.querySelector("#navigator-choice button:not([disabled])");
   (already ? dialog.querySelector('[data-action="close"]') : first)?.focus();
+  if (summarize && !already && !dialog.querySelector('#navigator-choice [data-choice="summarize"]').disabled) {
+    start(true);
+  }
   return true;
 }
 
@@ -201,7 +205,9 @@ function treeSelector() {
 
 if (root && dialog) {
   document.addEventListener("arbor:socket", (event) => onMessage(event.detail));
-  document.addEventListener("arbor:navigate", (event) => openNavigator(event.detail?.entryId));
+  document.addEventListener("arbor:navigate", (event) =>
+    openNavigator(event.detail?.entryId, Boolean(event.detail?.summarize)),
+  );
   document.addEventListener("arbor:double-escape", () => {
     const action = root.dataset.doubleEscape;
     if (action === "tree") {

@@ -95,10 +95,14 @@ def test_select_gives_the_newest_agents_rows(
     result = run_json(capsys, "select", str(case.path), "--filter", mode)
     assert [row["id"] for row in result["rows"]] == expected["ids"]
     assert result["selectedId"] == expected["initial_selected"]
-    assert main(["select", str(case.path), "--filter", mode]) == 0
+    width = latest(case)["tree_selector"]["width"]
+    assert main(["select", str(case.path), "--filter", mode, "--width", str(width)]) == 0
     drawn = capsys.readouterr().out.splitlines()
-    # The rows are drawn in v15's layout (the newest agents' gutters and footers are not done yet).
-    assert len(drawn) == max(len(expected["ids"]), 1) + 1
+    if "rows" in expected:
+        # Drawn as the agent draws them (the answers drop trailing blanks).
+        assert [line.rstrip(" ") for line in drawn] == expected["rows"]
+    else:  # the big answers keep the drawn rows of the default mode only
+        assert len(drawn) >= len(expected["ids"])
 
 
 @pytest.mark.parametrize("case", PLAIN, ids=str)
@@ -121,6 +125,50 @@ def test_navigate_matches_the_original(case: Case, capsys: pytest.CaptureFixture
         assert record["editorText"] == expected["editorText"]
         assert record["commonAncestorId"] == collect[record["target"]]["commonAncestorId"]
         assert record["entriesToSummarize"] == collect[record["target"]]["entries"]
+
+
+def test_select_shows_label_times_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [
+        {"type": "session", "version": 3, "id": "s", "timestamp": "2026-05-01T10:00:00.000Z", "cwd": "/p"},
+        {
+            "type": "message",
+            "id": "a",
+            "parentId": None,
+            "timestamp": "2026-05-01T10:00:01.000Z",
+            "message": {"role": "user", "content": "hi"},
+        },
+        {"type": "usage", "id": "u", "parentId": "a", "timestamp": "2026-05-01T10:00:02.000Z", "usage": {}},
+        {
+            "type": "label",
+            "id": "l",
+            "parentId": "u",
+            "timestamp": "2026-05-01T10:00:03.000Z",
+            "targetId": "a",
+            "label": "go",
+        },
+    ]
+    source = tmp_path / "pi.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = run_json(capsys, "select", str(source))
+    assert result["rows"] == [
+        {
+            "id": "a",
+            "text": "[go] user: hi",
+            "indent": 0,
+            "active": True,
+            "labelTimestamp": lines[3]["timestamp"],
+        }
+    ]
+    assert main(["select", str(source)]) == 0
+    assert capsys.readouterr().out.splitlines() == ["› • [go] user: hi", "  (1/1)"]
+    assert main(["select", str(source), "--label-times"]) == 0
+    drawn = capsys.readouterr().out.splitlines()
+    assert (
+        drawn[0].startswith("› • [go] ")
+        and drawn[0].endswith(" user: hi")
+        and drawn[0] != "› • [go] user: hi"
+    )
+    assert drawn[1] == "  (1/1) [+label time]"
 
 
 def test_branch_writes_the_path_to_the_parent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,41 +17,7 @@ from treeview.session.session_manager import SessionManager
 CASES = all_latest_cases()
 OPENED = [case for case in CASES if case.opens]
 
-KNOWN_GAPS = {
-    ("oh-my-pi_large-session_v3-migrated_title-slot.omp18", "selector"),
-    ("oh-my-pi_large-session_v3-migrated_title-slot.slot-stripped.omp18", "selector"),
-    ("oh-my-pi_large-session_v3-migrated_title-slot.slot-stripped.pi16", "selector"),
-    ("omp18_title_slot_new_entry_types.omp18", "selector"),
-    ("omp18_title_slot_new_entry_types.slot-stripped.omp18", "selector"),
-    ("omp18_title_slot_new_entry_types.slot-stripped.pi16", "selector"),
-    ("omp18w_features_200-branched.omp18", "selector"),
-    ("omp18w_features_200.omp18", "selector"),
-    ("omp18w_small_50.omp18", "selector"),
-    ("pi-mono_large-session_v1.omp18", "selector"),
-    ("pi-mono_large-session_v1.pi16", "selector"),
-    ("pi-mono_root-session_v1_malformed-line.omp18", "selector"),
-    ("pi-mono_root-session_v1_malformed-line.pi16", "selector"),
-    ("pi16w_features_200-branched.omp18", "selector"),
-    ("pi16w_features_200-branched.pi16", "selector"),
-    ("pi16w_features_200.omp18", "selector"),
-    ("pi16w_features_200.pi16", "selector"),
-    ("pi16w_small_50.omp18", "selector"),
-    ("pi16w_small_50.pi16", "selector"),
-    ("v1_index_compaction.omp18", "selector"),
-    ("v1_index_compaction.pi16", "selector"),
-    ("v2_hookmessage_fromhook.omp18", "selector"),
-    ("v2_hookmessage_fromhook.pi16", "selector"),
-    ("v3_branching_labels.omp18", "selector"),
-    ("v3_branching_labels.pi16", "selector"),
-    ("v3_branching_labels.truncated-after-line-10.omp18", "selector"),
-    ("v3_branching_labels.truncated-after-line-10.pi16", "selector"),
-    ("v3_compaction.omp18", "selector"),
-    ("v3_compaction.pi16", "selector"),
-    ("v3_custom_mode_ttsr.omp18", "selector"),
-    ("v3_custom_mode_ttsr.pi16", "selector"),
-    ("v3_orphans_sorting_malformed.omp18", "selector"),
-    ("v3_orphans_sorting_malformed.pi16", "selector"),
-}
+KNOWN_GAPS: set[tuple[str, str]] = set()
 
 
 def test_every_answer_is_covered() -> None:

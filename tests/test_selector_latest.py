@@ -82,3 +82,213 @@ def test_omp_user_only_includes_skill_prompts() -> None:
     flat = _flat(USER, skill)
     assert [r.id for r in sel.visible_rows(flat, "user-only", agent="omp")] == ["e0", "e1"]
     assert [r.id for r in sel.visible_rows(flat, "user-only", agent="pi")] == ["e0"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Drawing (each agent's own rules; the fixtures' answers check whole lists)
+
+
+def _manager(*entries: dict) -> SessionManager:
+    lines = [HEADER]
+    for index, entry in enumerate(entries):
+        lines.append({"timestamp": f"2026-05-01T10:00:{index:02}.000Z", **entry})
+    return SessionManager.from_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def _draw(manager: SessionManager, agent: str, mode: str = "default", width: int | None = None) -> list[str]:
+    flat = sel.flatten_tree(manager.get_tree(), manager.leaf_id)
+    rows = sel.visible_rows(flat, mode, agent=agent)  # type: ignore[arg-type]
+    index = sel.initial_selection(flat, rows)
+    return sel.render_lines(rows, index, mode, width, agent=agent, tree=flat)  # type: ignore[arg-type]
+
+
+def _msg(entry_id: str, parent: str | None, role: str, text: str) -> dict:
+    message = {"role": role, "content": [{"type": "text", "text": text}]}
+    return {"type": "message", "id": entry_id, "parentId": parent, "message": message}
+
+
+# a -> b -> (c -> d, e): a branch whose first child has a chain below it.
+BRANCHED = [
+    _msg("a", None, "user", "root"),
+    _msg("b", "a", "assistant", "answer"),
+    _msg("c", "b", "user", "left"),
+    _msg("d", "c", "assistant", "left answer"),
+    _msg("e", "b", "user", "right"),
+]
+
+
+def test_omp_draws_a_chain_below_a_branch_one_level_in_and_no_position_line() -> None:
+    manager = _manager(*BRANCHED)
+    manager.branch("e")
+    assert _draw(manager, "omp") == [
+        "  • user: root",
+        "  • assistant: answer",
+        "› ├─ • user: right",
+        "  └─ user: left",
+        "     assistant: left answer",
+    ]
+    assert _draw(manager, "omp", "no-tools")[-1] == "[no-tools]"
+    # v15 takes one more step for the first generation after a branch, and prints the position.
+    v15 = _draw(manager, "omp15")
+    assert v15[-2:] == ["        assistant: left answer", "  (3/5)"]
+
+
+def test_omp_says_why_a_list_is_empty() -> None:
+    manager = _manager(*BRANCHED)
+    assert _draw(manager, "omp", "labeled-only") == [
+        "5 entries hidden by the current filter [labeled]",
+        "Press Alt+A to show all, Alt+D for default",
+        "(0/5) [labeled]",
+    ]
+    flat = sel.flatten_tree(manager.get_tree(), manager.leaf_id)
+    rows = sel.visible_rows(flat, "default", "zzz", agent="omp")
+    assert sel.render_lines(rows, None, "default", agent="omp", tree=flat, query="zzz") == [
+        'No entries match search "zzz"',
+        "Press Backspace to clear the search",
+        "(0/5)",
+    ]
+    assert sel.render_lines([], None, "all", agent="omp", tree=sel.flatten_tree([], None)) == [
+        "No entries found",
+        "(0/0) [all]",
+    ]
+
+
+def test_omp_scrolls_deep_gutters_behind_an_ellipsis() -> None:
+    # Ten nested branch points: the deepest rows sit ten levels in; at width 40 only 3 levels fit.
+    entries = [_msg("r", None, "user", "root")]
+    parent = "r"
+    for level in range(10):
+        entries += [
+            _msg(f"x{level}", parent, "user", f"dead end {level}"),
+            _msg(f"k{level}", parent, "user", "go"),
+        ]
+        parent = f"k{level}"
+    manager = _manager(*entries)
+    manager.branch("x0")
+    lines = _draw(manager, "omp", width=40)
+    deepest = [line for line in lines if "dead end 9" in line]
+    assert deepest and deepest[0].startswith("  …") and len(deepest[0]) <= 40
+    assert all(len(line) <= 40 for line in lines)
+
+
+def test_pi_reindents_over_the_visible_rows_and_marks_foldable_connectors() -> None:
+    manager = _manager(*BRANCHED)
+    manager.branch("e")
+    assert _draw(manager, "pi") == [
+        "  • user: root",
+        "  • assistant: answer",
+        "› ├─ • user: right",
+        "  └⊟ user: left",
+        "        assistant: left answer",
+        "  (3/5)",
+    ]
+    # user-only hides the assistant turns: "root" now has the two users as its visible children.
+    assert _draw(manager, "pi", "user-only") == [
+        "  • user: root",
+        "› ├─ • user: right",
+        "  └─ user: left",
+        "  (2/3) [user]",
+    ]
+
+
+def test_pi_draws_what_it_knows_of_an_omp_file() -> None:
+    manager = _manager(
+        {"type": "model_change", "id": "m", "parentId": None, "model": "anthropic/claude-sonnet-4-5"},
+        {"type": "service_tier_change", "id": "t", "parentId": "m", "serviceTier": "flex"},
+        _msg("u", "t", "user", "hi"),
+    )
+    assert _draw(manager, "pi", "all") == [
+        "  • [model: undefined]",
+        "  • ",  # a type pi does not know: the marker and nothing
+        "› • user: hi",
+        "  (3/3) [all]",
+    ]
+    # oh-my-pi reads an old string tier as Object.entries does: character by character.
+    assert _draw(manager, "omp", "all")[1] == "  • [service tier: 0:f 1:l 2:e 3:x]"
+
+
+@pytest.mark.parametrize(
+    ("fields", "text"),
+    [
+        ({"stopReason": "aborted"}, "assistant: Operation aborted"),
+        ({"stopReason": "aborted", "errorMessage": "Interrupted by user"}, "assistant: (aborted)"),
+        (
+            {"stopReason": "error", "errorMessage": "overloaded\nretry later"},
+            "assistant: overloaded retry later",
+        ),
+        (
+            {"stopReason": "stop", "retryRecovery": {"status": "recovered", "note": "retried  twice"}},
+            "assistant: retried twice",
+        ),
+    ],
+)
+def test_omp_shows_why_an_assistant_turn_has_no_text(fields: dict, text: str) -> None:
+    message = {"role": "assistant", "content": [], **fields}
+    manager = _manager({"type": "message", "id": "a", "parentId": None, "message": message})
+    assert _draw(manager, "omp")[0] == f"› • {text}"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Keys: Shift+T (pi's label times) and Alt+Up / Alt+Down (oh-my-pi's turn jumps)
+
+
+def test_shift_t_shows_each_labels_time_in_pis_drawing() -> None:
+    manager = _manager(
+        _msg("a", None, "user", "first"),
+        _msg("b", "a", "assistant", "answer"),
+        {"type": "label", "id": "l", "parentId": "b", "targetId": "a", "label": "start"},
+    )
+    assert manager.label_timestamp("a") == "2026-05-01T10:00:02.000Z"
+    selector = sel.TreeSelector(
+        manager.get_tree(), manager.leaf_id, agent="pi", label_times=manager.label_times
+    )
+    assert selector.render()[0] == "  • [start] user: first"
+    selector.toggle_label_times()
+    lines = selector.render()
+    when = sel.format_label_time("2026-05-01T10:00:02.000Z")
+    assert lines[0] == f"  • [start] {when} user: first"
+    assert lines[-1] == "  (2/2) [+label time]"
+    selector.toggle_label_times()
+    assert selector.render()[0] == "  • [start] user: first"
+
+
+def test_label_time_format_follows_pi() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    local = datetime(2026, 5, 1, 10, 7).astimezone()
+    stamp = local.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    assert sel.format_label_time(stamp, now=local) == "10:07"
+    assert sel.format_label_time(stamp, now=local + timedelta(days=3)) == "5/1 10:07"
+    assert sel.format_label_time(stamp, now=local.replace(year=2027)) == "26/5/1 10:07"
+
+
+def test_alt_up_and_down_jump_between_turns_without_wrapping() -> None:
+    # user, assistant (tool call only: hidden), tool result, assistant with text, user
+    call = {"type": "toolCall", "id": "t1", "name": "read", "arguments": {"path": "a.py"}}
+    manager = _manager(
+        _msg("u1", None, "user", "read it"),
+        {"type": "message", "id": "c", "parentId": "u1", "message": {"role": "assistant", "content": [call]}},
+        {
+            "type": "message",
+            "id": "r",
+            "parentId": "c",
+            "message": {"role": "toolResult", "toolCallId": "t1", "toolName": "read", "content": []},
+        },
+        _msg("a1", "r", "assistant", "done"),
+        _msg("u2", "a1", "user", "thanks"),
+    )
+    selector = sel.TreeSelector(manager.get_tree(), manager.leaf_id, agent="omp")
+    assert [row.id for row in selector.rows] == ["u1", "r", "a1", "u2"]
+    assert selector.selected_id == "u2"
+    selector.jump_turn(-1)
+    assert selector.selected_id == "a1"
+    selector.jump_turn(-1)  # past the tool result
+    assert selector.selected_id == "u1"
+    selector.jump_turn(-1)  # nothing above: stays
+    assert selector.selected_id == "u1"
+    selector.jump_turn(1)
+    assert selector.selected_id == "a1"
+    selector.set_mode("user-only")
+    assert selector.selected_id == "u1"  # a1's nearest visible ancestor
+    selector.jump_turn(1)
+    assert selector.selected_id == "u2"

@@ -310,6 +310,43 @@ def test_label_form_with_htmx_returns_the_tree(client: Client, tmp_path: Path):
     assert "b2000003" not in session.resolved_labels()
 
 
+def _row_html(html: str, entry_id: str) -> str:
+    match = re.search(rf'<li role="treeitem" data-entry-id="{entry_id}".*?</li>', html)
+    assert match is not None, entry_id
+    return match.group(0)
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["page", "htmx"])
+def test_rows_carry_their_turn_role_label_time_and_the_keys_help(client: Client, tmp_path: Path, headers):
+    session = import_fixture(tmp_path, BRANCHING)
+    html = client.get(page(session), {"filter": "all"}, headers=headers).content.decode()
+    # The label time (Shift+T) is the time of the label entry that set the label; a cleared label has none.
+    labeled = _row_html(html, "b2000008")
+    assert '<span class="label-chip">click-version</span> ' in labeled
+    assert '<time class="label-time" datetime="2026-05-01T10:00:13.000Z"></time>' in labeled
+    assert "label-time" not in _row_html(html, "b2000001")
+    # The turn jumps (Alt+Up / Alt+Down) find user and assistant rows by their role; others have none.
+    assert 'data-role="user"' in _row_html(html, "b2000001")
+    assert "data-role" not in _row_html(html, "c3000001")
+    help_box = re.search(r'<details class="tree-keys">.*?</details>', html, re.S)
+    assert help_box is not None
+    for key in ("Alt+↑", "Shift+Enter", "Shift+T", "Shift+L", "Alt+D", "Ctrl+O"):
+        assert f"<kbd>{key}</kbd>" in help_box.group(0)
+
+
+def test_a_new_label_brings_its_time(client: Client, tmp_path: Path):
+    session = import_fixture(tmp_path, BRANCHING)
+    client.get(page(session), {"filter": "all"})  # the forest is cached: the label comes as an appended row
+    response = client.post(
+        label_url(session), {"target_id": "b2000003", "label": "api", "filter": "all"}, headers=HTMX
+    )
+    session.refresh_from_db()
+    stamp = session.entries.filter(type="label").order_by("-seq").values_list("timestamp", flat=True).first()
+    assert f'<time class="label-time" datetime="{stamp}"></time>' in _row_html(
+        response.content.decode(), "b2000003"
+    )
+
+
 def test_label_of_an_unknown_entry_is_404(client: Client, tmp_path: Path):
     session = import_fixture(tmp_path, BRANCHING)
     assert client.post(label_url(session), {"target_id": "nope0000", "label": "x"}).status_code == 404

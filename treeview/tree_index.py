@@ -117,6 +117,8 @@ class DbNode:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+    #: When the label was set (its label entry's timestamp): pi's label time, shown by Shift+T.
+    label_time: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,6 +297,7 @@ class Forest:
         self.nodes: dict[str, DbNode] = {}
         self.roots: list[DbNode] = []
         self.labels: dict[str, str] = {}
+        self.label_times: dict[str, str] = {}
         self.next_seq = 0
         self.row_count = 0  # every row with seq < next_seq, the header and id-less lines included
         self.cycles = False  # build_forest broke a parent cycle: incremental updates are not attempted
@@ -329,11 +332,13 @@ class Forest:
         """Make the forest of these rows (``_COLUMNS``, seq order), every row with ``seq < stop``."""
         nodes: dict[str, DbNode] = {}
         labels: dict[str, str] = {}
+        times: dict[str, str] = {}
         with gc_paused():
             for row in rows:
                 kind = row[3]
                 if kind == "label":
                     _resolve_label(labels, row[10], row[11])
+                    _resolve_label(times, row[10], row[5] if row[11] else "")
                 entry_id = row[1]
                 if kind == "session" or not entry_id:
                     continue
@@ -347,10 +352,12 @@ class Forest:
             for target, text in labels.items():
                 if (labeled := nodes.get(target)) is not None:
                     labeled.label = text
+                    labeled.label_time = times.get(target)
             roots, cycle_ids = build_forest(nodes)
         self.nodes = nodes
         self.roots = roots
         self.labels = labels
+        self.label_times = times
         self.next_seq = stop
         self.row_count = len(rows)
         self.cycles = bool(cycle_ids)
@@ -423,14 +430,17 @@ class Forest:
             if isinstance(parent_id, str) and parent_id != entry_id and orphan:
                 dangling.add(parent_id)
         labels = self.labels
+        times = self.label_times
         touched: set[str] = set()
         for row in rows:
             if row[3] == "label":
                 _resolve_label(labels, row[10], row[11])
+                _resolve_label(times, row[10], row[5] if row[11] else "")
                 touched.add(row[10])
         roots = self.roots
         for entry_id, node in new.items():
             node.label = labels.get(entry_id)
+            node.label_time = times.get(entry_id)
             nodes[entry_id] = node
             parent_id = node.entry["parentId"]
             parent = nodes.get(parent_id) if isinstance(parent_id, str) and parent_id != entry_id else None
@@ -448,6 +458,7 @@ class Forest:
         for target in touched:
             if (labeled := nodes.get(target)) is not None:
                 labeled.label = labels.get(target)
+                labeled.label_time = times.get(target)
         self.roots = roots
         self.dangling |= dangling
         if any(row[3] not in _AGENT_TEXT_EXCLUDED for row in rows):

@@ -20,7 +20,7 @@ from .agents import AGENTS
 from .jsonl import SessionFileError, dumps
 from .messages import message_text
 from .navigation import InvalidBranchEntry, branch_from_user_message, prepare_navigation
-from .selector import FILTER_MODES, TreeSelector, render_lines
+from .selector import FILTER_MODES, TreeSelector
 from .session_manager import EntryNotFound, SessionManager, TreeNode
 
 __all__ = ["main"]
@@ -120,7 +120,10 @@ def _with_leaf(manager: SessionManager, leaf: str | None) -> None:
         manager.branch(leaf)
 
 
-def select(manager: SessionManager, mode: str, query: str) -> tuple[dict[str, Any], TreeSelector]:
+def select(
+    manager: SessionManager, mode: str, query: str, label_times: bool = False
+) -> tuple[dict[str, Any], TreeSelector]:
+    """The selector's rows; ``label_times``: draw each label's time (pi's Shift+T)."""
     selector = TreeSelector(
         manager.get_tree(),
         manager.leaf_id,
@@ -128,16 +131,17 @@ def select(manager: SessionManager, mode: str, query: str) -> tuple[dict[str, An
         query,
         home=os.path.expanduser("~"),
         agent=manager.agent,
+        label_times=manager.label_times,
     )
-    result = {
-        "filter": selector.mode,
-        "search": query,
-        "selectedId": selector.selected_id,
-        "rows": [
-            {"id": row.id, "text": row.text, "indent": row.display_indent, "active": row.active}
-            for row in selector.rows
-        ],
-    }
+    if label_times:
+        selector.toggle_label_times()
+    rows = []
+    for row in selector.rows:
+        record = {"id": row.id, "text": row.text, "indent": row.display_indent, "active": row.active}
+        if row.label and manager.label_timestamp(row.id):
+            record["labelTimestamp"] = manager.label_timestamp(row.id)
+        rows.append(record)
+    result = {"filter": selector.mode, "search": query, "selectedId": selector.selected_id, "rows": rows}
     return result, selector
 
 
@@ -190,6 +194,8 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--filter", default="default", choices=FILTER_MODES)
     cmd.add_argument("--search", default="")
     cmd.add_argument("--leaf", help="entry id to use as the current leaf")
+    cmd.add_argument("--label-times", action="store_true", help="show when each label was set (pi's Shift+T)")
+    cmd.add_argument("--width", type=int, help="draw the rows cut to this many columns, as a terminal would")
     cmd = command("navigate", "what /tree navigation to each target would do (nothing is written)")
     cmd.add_argument("--target", action="append", required=True)
     cmd.add_argument("--leaf", help="entry id to use as the current leaf")
@@ -242,9 +248,8 @@ def run(args: argparse.Namespace) -> int:
             _print_inspect(result)
     elif args.command == "select":
         _with_leaf(manager, args.leaf)
-        result, selector = select(manager, args.filter, args.search)
-        lines = render_lines(selector.rows, selector.selected_index, selector.mode)
-        _emit(args.json, result, "\n".join(lines))
+        result, selector = select(manager, args.filter, args.search, args.label_times)
+        _emit(args.json, result, "\n".join(selector.render(args.width)))
     elif args.command == "navigate":
         _with_leaf(manager, args.leaf)
         records = navigate(manager, args.target)

@@ -23,6 +23,7 @@ The web UI draws the same :class:`Row` objects as HTML (``row.gutters``, ``row.c
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,12 @@ from treeview.session import js
 from treeview.session.agents import Agent
 from treeview.session.fuzzy import fuzzy_matches
 from treeview.session.selector_text import display_text, has_text_content, searchable_text
+from treeview.session.selector_text_latest import (
+    format_label_time,
+    omp_display_text,
+    omp_has_text,
+    pi_display_text,
+)
 from treeview.session.selector_tree import (
     FlatNode,
     FlatTree,
@@ -62,6 +69,7 @@ __all__ = [
     "flatten_tree",
     "follow_selection",
     "footer",
+    "format_label_time",
     "initial_selection",
     "make_row",
     "nearest_visible_index",
@@ -228,7 +236,12 @@ def _passes(flat: FlatNode, leaf_id: str | None, mode: FilterMode, agent: Agent 
         stop = message.get("stopReason")
         error_or_aborted = js.truthy(stop) and stop not in ("stop", "toolUse")
         facts = facts_of(flat.node)
-        has_text = facts.has_text if facts is not None else has_text_content(message.get("content"))
+        if facts is not None:
+            has_text = facts.has_text
+        elif agent == "omp":
+            has_text = omp_has_text(message.get("content"))
+        else:
+            has_text = has_text_content(message.get("content"))
         if not error_or_aborted and not has_text:
             return False
     if mode == "user-only":
@@ -290,8 +303,13 @@ def _omp_haystack(flat: FlatNode) -> str:
     return f"{label} {facts.search_text}" if label else facts.search_text
 
 
-def make_row(flat: FlatNode, tree: FlatTree, home: str | None = None) -> Row:
-    """The :class:`Row` of one flat node (build only a window of rows from :func:`filter_nodes`)."""
+_TEXTS: Final = {"omp": omp_display_text, "pi": pi_display_text, "omp15": display_text}
+
+
+def make_row(flat: FlatNode, tree: FlatTree, home: str | None = None, agent: Agent = "omp15") -> Row:
+    """The :class:`Row` of one flat node (build only a window of rows from :func:`filter_nodes`).
+
+    Its text is the agent's (a node carrying precomputed :class:`RowFacts` keeps theirs)."""
     entry = flat.entry
     message = entry.get("message") if entry.get("type") == "message" else None
     role = message.get("role") if isinstance(message, dict) else None
@@ -306,7 +324,7 @@ def make_row(flat: FlatNode, tree: FlatTree, home: str | None = None) -> Row:
         role=role if isinstance(role, str) else None,
         content=facts.text
         if (facts := facts_of(flat.node)) is not None
-        else display_text(entry, tree.tool_calls, home),
+        else _TEXTS[agent](entry, tree.tool_calls, home),
         label=label if label else None,
         indent=flat.indent,
         display_indent=flat.display_indent,
@@ -326,7 +344,7 @@ def visible_rows(
     agent: Agent = "omp15",
 ) -> list[Row]:
     """The rows the selector shows for a filter mode and search query, in display order."""
-    return [make_row(node, flat, home) for node in filter_nodes(flat, mode, query, agent=agent)]
+    return [make_row(node, flat, home, agent) for node in filter_nodes(flat, mode, query, agent=agent)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -403,31 +421,66 @@ def _prefix(
     return "".join(cells)
 
 
-def _char_width(ch: str) -> int:
+@functools.cache
+def char_width(ch: str) -> int:
+    """The terminal columns of one character (east-asian wide 2, combining marks 0, else 1)."""
     if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
         return 0
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
-def truncate_to_width(text: str, width: int) -> str:
-    """Cut ``text`` to ``width`` terminal columns with a trailing ``…`` (an approximation of the
+def _narrow_pattern() -> re.Pattern[str]:
+    """A run of characters one column wide each (below U+3000: the tree glyphs, Latin, Greek, Cyrillic …),
+    so that most lines are measured and cut with ``len`` and slices instead of a loop over characters."""
+    ranges: list[str] = []
+    start: int | None = None
+    for code in range(0x3001):
+        narrow = code < 0x3000 and char_width(chr(code)) == 1
+        if narrow and start is None:
+            start = code
+        elif not narrow and start is not None:
+            ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(code - 1))}")
+            start = None
+    return re.compile(f"[{''.join(ranges)}]*")
+
+
+_NARROW: Final = _narrow_pattern()
+
+
+def is_narrow(text: str) -> bool:
+    """Whether every character of ``text`` is one column wide."""
+    return text.isascii() or _NARROW.fullmatch(text) is not None
+
+
+def text_width(text: str) -> int:
+    """The terminal columns of ``text`` (:func:`char_width` of each character)."""
+    return len(text) if is_narrow(text) else sum(map(char_width, text))
+
+
+def truncate_to_width(text: str, width: int, ellipsis: str = "…") -> str:
+    """Cut ``text`` to ``width`` terminal columns with a trailing ``ellipsis`` (an approximation of the
     original's native ``truncateToWidth``: east-asian wide characters count 2, combining marks 0)."""
-    total = 0
-    for ch in text:
-        total += _char_width(ch)
-    if total <= width:
+    if len(text) * 2 <= width:
+        return text  # (no character is wider than 2 columns)
+    if is_narrow(text):
+        if len(text) <= width:
+            return text
+        room = width - text_width(ellipsis)
+        return ellipsis[:width] if room < 0 else text[:room] + ellipsis
+    if text_width(text) <= width:
         return text
-    if width <= 1:
-        return "…"[:width]
+    room = width - sum(char_width(ch) for ch in ellipsis)
+    if room < 0:
+        return ellipsis[:width]
     out: list[str] = []
     used = 0
     for ch in text:
-        w = _char_width(ch)
-        if used + w > width - 1:
+        w = char_width(ch)
+        if used + w > room:
             break
         out.append(ch)
         used += w
-    return "".join(out) + "…"
+    return "".join(out) + ellipsis
 
 
 def render_row(
@@ -462,8 +515,35 @@ def render_lines(
     symbols: TreeSymbols = UNICODE_SYMBOLS,
     *,
     agent: Agent = "omp15",
+    tree: FlatTree | None = None,
+    query: str = "",
+    label_times: Mapping[str, str] | None = None,
+    show_label_times: bool = False,
 ) -> list[str]:
-    """The list body as text: the visible window of rows, then the footer, or ``  No entries found``."""
+    """The list body as the agent draws it: the visible window of rows, then the footer.
+
+    v15 (``omp15``): rows, then ``  (i/N) [tag]``, or ``  No entries found``. oh-my-pi 18 and pi 1.6: see
+    :mod:`treeview.session.selector_draw`; they need ``tree`` (the flattened tree the rows come from: omp
+    counts its entries when nothing is shown, pi walks hidden entries to a row's visible parent) and
+    ``query`` (omp says when a search matched nothing). ``label_times`` / ``show_label_times``: pi's label
+    times (Shift+T).
+    """
+    from treeview.session.selector_draw import omp_lines, pi_lines
+
+    if agent == "omp":
+        total = len(tree) if tree is not None else len(rows)
+        return omp_lines(rows, selected_index, mode, width, max_visible, symbols, total=total, query=query)
+    if agent == "pi":
+        return pi_lines(
+            rows,
+            selected_index,
+            mode,
+            width,
+            max_visible,
+            tree=tree,
+            label_times=label_times,
+            show_label_times=show_label_times,
+        )
     if not rows:
         lines = [_NO_ENTRIES, footer(None, 0, mode)]
     else:
@@ -485,10 +565,14 @@ class TreeSelector:
         selected_id: str | None = None,
         home: str | None = None,
         agent: Agent = "omp15",
+        label_times: Mapping[str, str] | None = None,
     ) -> None:
         self.flat = flatten_tree(roots, leaf_id)
         self.home = home
         self.agent = agent
+        #: Entry id -> when its label was set (``SessionManager.label_times``), for Shift+T.
+        self.label_times = label_times
+        self.show_label_times = False
         self.mode = _check_mode(mode)
         self.query = query
         self.rows = visible_rows(self.flat, self.mode, self.query, home, agent=agent)
@@ -535,10 +619,38 @@ class TreeSelector:
         if self.rows and self.selected_index is not None:
             self.selected_index = max(0, min(len(self.rows) - 1, self.selected_index + delta))
 
+    def jump_turn(self, direction: Literal[-1, 1]) -> None:
+        """oh-my-pi's Alt+Up (-1) / Alt+Down (+1): the nearest row above / below that is a user or assistant
+        message (a turn); the selection stays when there is none (no wrapping)."""
+        if self.selected_index is None:
+            return
+        index = self.selected_index + direction
+        while 0 <= index < len(self.rows):
+            if self.rows[index].role in ("user", "assistant"):
+                self.selected_index = index
+                self._last_selected_id = self.selected_id
+                return
+            index += direction
+
+    def toggle_label_times(self) -> None:
+        """pi's Shift+T: show / hide when each label was set (drawn by pi's rules, ``[+label time]``)."""
+        self.show_label_times = not self.show_label_times
+
     def footer(self) -> str:
-        """The footer line for the current state."""
+        """The v15 footer line for the current state (the newest agents' are in :meth:`render`)."""
         return footer(self.selected_index, len(self.rows), self.mode)
 
     def render(self, width: int | None = None, max_visible: int | None = None) -> list[str]:
-        """The list body as text (rows of the visible window, then the footer)."""
-        return render_lines(self.rows, self.selected_index, self.mode, width, max_visible)
+        """The list body as the agent draws it (rows of the visible window, then the footer)."""
+        return render_lines(
+            self.rows,
+            self.selected_index,
+            self.mode,
+            width,
+            max_visible,
+            agent=self.agent,
+            tree=self.flat,
+            query=self.query,
+            label_times=self.label_times,
+            show_label_times=self.show_label_times,
+        )

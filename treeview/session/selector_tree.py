@@ -11,7 +11,7 @@ Pure Python, no Django.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from treeview.session import js
@@ -57,10 +57,12 @@ def facts_of(node: TreeNodeLike) -> RowFacts | None:
 
 @dataclass(frozen=True, slots=True)
 class Gutter:
-    """A vertical guide under an ancestor's connector: ``position`` is its level, ``show`` draws ``│``."""
+    """A vertical guide under an ancestor's connector: ``position`` is its level, ``show`` draws ``│``;
+    ``depth_position`` is its level in oh-my-pi 18's geometry (see :attr:`FlatNode.depth`)."""
 
     position: int
     show: bool
+    depth_position: int = field(default=0, compare=False)
 
 
 class _GutterLink:
@@ -96,6 +98,9 @@ class FlatNode:
     #: ...but roots under the virtual root (several roots) never draw theirs.
     is_virtual_root_child: bool
     _gutters: _GutterLink | None
+    #: The level oh-my-pi 18 draws the row at: one more below each branch point (and below the roots when
+    #: there are several), never the extra step v15 takes for the first generation after a branch.
+    depth: int = 0
 
     @property
     def entry(self) -> Mapping[str, Any]:
@@ -123,6 +128,15 @@ class FlatNode:
         if memo is None:
             memo = link.memo = {}
         return memo
+
+    def depth_gutter_levels(self, from_level: int = 0) -> dict[int, bool]:
+        """:meth:`gutter_levels` in oh-my-pi 18's geometry (``Gutter.depth_position``)."""
+        by_level: dict[int, bool] = {}
+        link = self._gutters
+        while link is not None and link.gutter.depth_position >= from_level:
+            by_level[link.gutter.depth_position] = link.gutter.show
+            link = link.parent
+        return by_level
 
     def gutter_levels(self, from_level: int = 0) -> dict[int, bool]:
         """Level -> ``show`` of the gutters at ``from_level`` or deeper (where two share a level the root-most
@@ -215,22 +229,23 @@ def flatten_tree(
     result: list[FlatNode] = []
     by_id: dict[Any, FlatNode] = {}
     tool_calls: dict[str, tuple[Any, Any]] = {}
-    # Stack items: node, indent, just_branched, show_connector, is_last, gutters, is_virtual_root_child.
+    # Stack items: node, indent, just_branched, show_connector, is_last, gutters, is_virtual_root_child and
+    # depth (oh-my-pi 18's level).
     # Below the roots just_branched and show_connector are the same value (the parent has several children).
-    stack: list[tuple[TreeNodeLike, int, bool, bool, bool, _GutterLink | None, bool]] = []
+    stack: list[tuple[TreeNodeLike, int, bool, bool, bool, _GutterLink | None, bool, int]] = []
     ordered_roots = active_first(roots)
     start_indent = 1 if multiple_roots else 0
     for i in range(len(ordered_roots) - 1, -1, -1):
         is_last = i == len(ordered_roots) - 1
         stack.append(
-            (ordered_roots[i], start_indent, multiple_roots, multiple_roots, is_last, None, multiple_roots)
+            (ordered_roots[i], start_indent, multiple_roots, multiple_roots, is_last, None, multiple_roots, 0)
         )
 
     emitted: set[int] = set()
     append = result.append
     push = stack.append
     while stack:
-        node, indent, just_branched, show_connector, is_last, gutters, is_vrc = stack.pop()
+        node, indent, just_branched, show_connector, is_last, gutters, is_vrc, depth = stack.pop()
         key = id(node)
         if key in emitted:
             continue
@@ -239,7 +254,7 @@ def flatten_tree(
         if entry.get("type") == "message":
             _register_tool_calls(entry, tool_calls)
         display_indent = max(0, indent - 1) if multiple_roots else indent
-        flat = FlatNode(node, indent, display_indent, show_connector, is_last, is_vrc, gutters)
+        flat = FlatNode(node, indent, display_indent, show_connector, is_last, is_vrc, gutters, depth)
         append(flat)
         # A later duplicate id wins, like the original's map.
         by_id[entry.get("id")] = flat
@@ -251,7 +266,7 @@ def flatten_tree(
         if show_connector and not is_vrc:
             # Descendants keep a guide at the column of this node's connector.
             position = max(0, display_indent - 1)
-            child_gutters = _GutterLink(Gutter(position, not is_last), gutters)
+            child_gutters = _GutterLink(Gutter(position, not is_last, depth - 1), gutters)
         if len(children) == 1:
             # A chain: the indent grows only for the first generation after a branch.
             push(
@@ -263,6 +278,7 @@ def flatten_tree(
                     True,
                     child_gutters,
                     False,
+                    depth + 1 if is_vrc else depth,
                 )
             )
             continue
@@ -270,7 +286,7 @@ def flatten_tree(
         ordered = active_first(children)
         last = len(ordered) - 1
         for i in range(last, -1, -1):
-            push((ordered[i], indent + 1, True, True, i == last, child_gutters, False))
+            push((ordered[i], indent + 1, True, True, i == last, child_gutters, False, depth + 1))
 
     active_ids = _active_path(by_id, leaf_id, leaf_path)
     return FlatTree(result, leaf_id, multiple_roots, tool_calls, active_ids, by_id)
@@ -283,9 +299,11 @@ def flat_only_child(parent: FlatNode, node: TreeNodeLike, multiple_roots: bool) 
     indent = parent.indent + 1 if parent.show_connector and parent.indent > 0 else parent.indent
     gutters = parent._gutters
     if parent.show_connector and not parent.is_virtual_root_child:
-        gutters = _GutterLink(Gutter(max(0, parent.display_indent - 1), not parent.is_last), gutters)
+        gutter = Gutter(max(0, parent.display_indent - 1), not parent.is_last, parent.depth - 1)
+        gutters = _GutterLink(gutter, gutters)
     display_indent = max(0, indent - 1) if multiple_roots else indent
-    return FlatNode(node, indent, display_indent, False, True, False, gutters)
+    depth = parent.depth + 1 if parent.is_virtual_root_child else parent.depth
+    return FlatNode(node, indent, display_indent, False, True, False, gutters, depth)
 
 
 def _register_tool_calls(entry: Mapping[str, Any], tool_calls: dict[str, tuple[Any, Any]]) -> None:

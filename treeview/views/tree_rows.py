@@ -28,11 +28,13 @@ def row_html(item: RowItem, selected_id: Any, statuses: Mapping[str, str] | None
     classes = "tree-row" + (" selected" if selected else "") + (" active" if row.active else "")
     classes += " leaf" if row.is_leaf else ""
     parent = row.flat.entry.get("parentId")
+    # The turn jumps (Alt+Up / Alt+Down) look for user and assistant rows.
+    role = f' data-role="{escape(row.role)}"' if row.role in ("user", "assistant") else ""
     parts = [
         f'<li role="treeitem" data-entry-id="{escape(row.id)}" aria-level="{row.display_indent + 1}" '
         f'aria-selected="{"true" if selected else "false"}" '
         f'data-parent-id="{"" if parent is None else escape(parent)}" class="{classes}" '
-        f'data-index="{item.index}"><a href="{escape(item.url)}" title="{escape(row.text)}">'
+        f'data-index="{item.index}"{role}><a href="{escape(item.url)}" title="{escape(row.text)}">'
     ]
     if item.folded:
         parts.append(f'<span class="tree-depth" aria-hidden="true">…{item.folded}</span>')
@@ -40,6 +42,10 @@ def row_html(item: RowItem, selected_id: Any, statuses: Mapping[str, str] | None
     parts.append(f'<span class="tree-prefix" aria-hidden="true">{escape(item.prefix)}{bullet}</span>')
     if row.label:
         parts.append(f'<span class="label-chip">{escape(row.label)}</span> ')
+        label_time = getattr(row.flat.node, "label_time", None)
+        if label_time:
+            # When the label was set: shown by Shift+T (explorer.js writes it in local time, as pi does).
+            parts.append(f'<time class="label-time" datetime="{escape(label_time)}"></time>')
     parts.append(f'<span class="tree-text">{escape(row.content)}</span>')
     if statuses:
         parts.append(conditional_escape(review_badge(statuses, row.id)))
