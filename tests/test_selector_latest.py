@@ -292,3 +292,24 @@ def test_alt_up_and_down_jump_between_turns_without_wrapping() -> None:
     assert selector.selected_id == "u1"  # a1's nearest visible ancestor
     selector.jump_turn(1)
     assert selector.selected_id == "u2"
+
+
+def test_pi_pans_left_to_keep_a_deep_selected_row_readable() -> None:
+    entries = [_msg("r", None, "user", "root")]
+    parent = "r"
+    for level in range(10):
+        entries += [
+            _msg(f"x{level}", parent, "user", f"dead end {level}"),
+            _msg(f"k{level}", parent, "user", "go"),
+        ]
+        parent = f"k{level}"
+    manager = _manager(*entries)
+    manager.branch("x9")
+    wide = _draw(manager, "pi")
+    narrow = _draw(manager, "pi", width=36)
+    selected = next(line for line in narrow if line.startswith("›"))
+    assert "dead end 9" in selected  # without panning it would sit past column 36
+    assert next(line for line in wide if line.startswith("›")).index("dead end 9") > 36
+    # Rows are cut without an ellipsis; the footer keeps pi's "(i/N)".
+    assert all(len(line) <= 36 and not line.endswith("…") for line in narrow[:-1])
+    assert narrow[-1] == f"  ({narrow.index(selected) + 1}/{len(narrow) - 1})"
