@@ -322,3 +322,19 @@ def test_an_upload_named_like_an_artifact_is_a_session_of_its_own(tmp_path: Path
         result = import_upload(f"{name}.jsonl", [paths[name].read_bytes()])
         assert result.status == "new", result.error
         assert (result.session.subagent_kind, result.session.agent_key) == ("", "")
+
+
+def test_the_migration_places_the_transcripts_imported_before_it(tmp_path: Path) -> None:
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("treeview.migrations.0009_subagents_family")
+    build_tree(tmp_path)
+    sync_paths([tmp_path])
+    # as a database from before the migration has them: sessions of their own
+    AgentSession.objects.update(subagent_kind="", agent_key="", spawned_from_path="", subagent_of=None)
+    migration.place_imported(apps, None)
+    rows = by_key()
+    assert AgentSession.objects.filter(subagent_of__isnull=True).get() == rows["session"]
+    assert rows["Anna.Cy"].subagent_of == rows["Anna"] and rows["__advisor"].subagent_kind == "advisor"
