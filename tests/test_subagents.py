@@ -333,8 +333,13 @@ def test_the_migration_places_the_transcripts_imported_before_it(tmp_path: Path)
     build_tree(tmp_path)
     sync_paths([tmp_path])
     # as a database from before the migration has them: sessions of their own
+    AgentSession.objects.update(
+        title="Fork of the old way"
+    )  # what sync named them when the parent came first
     AgentSession.objects.update(subagent_kind="", agent_key="", spawned_from_path="", subagent_of=None)
     migration.place_imported(apps, None)
     rows = by_key()
     assert AgentSession.objects.filter(subagent_of__isnull=True).get() == rows["session"]
     assert rows["Anna.Cy"].subagent_of == rows["Anna"] and rows["__advisor"].subagent_kind == "advisor"
+    assert rows["Anna"].title == "" and rows["Tan-1234"].title == "Fork of the old way"
+    assert rows["session"].title == "Fork of the old way"  # a session of its own keeps its title

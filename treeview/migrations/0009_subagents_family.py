@@ -17,7 +17,9 @@ def place_imported(apps, schema_editor):
     (same owner only, as sync does)."""
     AgentSession = apps.get_model("treeview", "AgentSession")
     own = [Path(d).resolve() for d in (settings.ARBOR_DATA_DIR, settings.ARBOR_UPLOAD_DIR)]
-    rows = AgentSession.objects.exclude(source_path="").only("pk", "source_path", "header_raw")
+    rows = AgentSession.objects.exclude(source_path="").only(
+        "pk", "source_path", "header_raw", "title", "title_slot_raw"
+    )
     placed = []
     for row in rows.iterator():
         source = Path(row.source_path)
@@ -28,12 +30,18 @@ def place_imported(apps, schema_editor):
         except orjson.JSONDecodeError:
             continue
         place = subagent_place(row.source_path, header if isinstance(header, dict) else {}, os.path.exists)
-        if place is not None:
-            placed.append((row.pk, place))
-    for pk, place in placed:
-        AgentSession.objects.filter(pk=pk).update(
-            subagent_kind=place.kind, agent_key=place.agent_id[:200], spawned_from_path=place.parent_path
-        )
+        if place is None:
+            continue
+        placed.append((row.pk, place))
+        fields = {
+            "subagent_kind": place.kind,
+            "agent_key": place.agent_id[:200],
+            "spawned_from_path": place.parent_path,
+        }
+        derived = row.title.startswith("Fork of ") and "title" not in header and not row.title_slot_raw
+        if derived and place.kind != "clone":
+            fields["title"] = ""  # sync titled it as a fork; a subagent's title is its first prompt, its task
+        AgentSession.objects.filter(pk=row.pk).update(**fields)
     for pk, place in placed:
         owner = AgentSession.objects.filter(pk=pk).values_list("owner_id", flat=True).first()
         parent = (
