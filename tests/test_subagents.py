@@ -343,3 +343,27 @@ def test_the_migration_places_the_transcripts_imported_before_it(tmp_path: Path)
     assert rows["Anna.Cy"].subagent_of == rows["Anna"] and rows["__advisor"].subagent_kind == "advisor"
     assert rows["Anna"].title == "" and rows["Tan-1234"].title == "Fork of the old way"
     assert rows["session"].title == "Fork of the old way"  # a session of its own keeps its title
+
+
+def test_a_fork_of_a_session_that_moved_since_still_names_it(tmp_path: Path, settings) -> None:
+    settings.ARBOR_SESSION_DIRS = [str(tmp_path)]
+    old, new = _moved(tmp_path)
+    lines = parent_lines()
+    lines[0] = lines[0][:-1] + f',"previousSessionFiles":["{old}"]}}'
+    new.parent.mkdir()
+    new.write_text("".join(line + "\n" for line in lines))
+    old.unlink()
+    moved = sync_file(new).session
+    fork = tmp_path / "--home-dev-shop--" / "fork.jsonl"
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": "fork-2",
+        "timestamp": "t",
+        "cwd": "/",
+        "parentSession": str(old),
+    }
+    fork.write_text(dumps(header) + "\n")
+    forked = sync_file(fork).session
+    assert forked.parent() == moved
+    assert list(moved.forks()) == [forked]
