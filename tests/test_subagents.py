@@ -322,3 +322,48 @@ def test_an_upload_named_like_an_artifact_is_a_session_of_its_own(tmp_path: Path
         result = import_upload(f"{name}.jsonl", [paths[name].read_bytes()])
         assert result.status == "new", result.error
         assert (result.session.subagent_kind, result.session.agent_key) == ("", "")
+
+
+def test_the_migration_places_the_transcripts_imported_before_it(tmp_path: Path) -> None:
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("treeview.migrations.0009_subagents_family")
+    build_tree(tmp_path)
+    sync_paths([tmp_path])
+    # as a database from before the migration has them: sessions of their own
+    AgentSession.objects.update(
+        title="Fork of the old way"
+    )  # what sync named them when the parent came first
+    AgentSession.objects.update(subagent_kind="", agent_key="", spawned_from_path="", subagent_of=None)
+    migration.place_imported(apps, None)
+    rows = by_key()
+    assert AgentSession.objects.filter(subagent_of__isnull=True).get() == rows["session"]
+    assert rows["Anna.Cy"].subagent_of == rows["Anna"] and rows["__advisor"].subagent_kind == "advisor"
+    assert rows["Anna"].title == "" and rows["Tan-1234"].title == "Fork of the old way"
+    assert rows["session"].title == "Fork of the old way"  # a session of its own keeps its title
+
+
+def test_a_fork_of_a_session_that_moved_since_still_names_it(tmp_path: Path, settings) -> None:
+    settings.ARBOR_SESSION_DIRS = [str(tmp_path)]
+    old, new = _moved(tmp_path)
+    lines = parent_lines()
+    lines[0] = lines[0][:-1] + f',"previousSessionFiles":["{old}"]}}'
+    new.parent.mkdir()
+    new.write_text("".join(line + "\n" for line in lines))
+    old.unlink()
+    moved = sync_file(new).session
+    fork = tmp_path / "--home-dev-shop--" / "fork.jsonl"
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": "fork-2",
+        "timestamp": "t",
+        "cwd": "/",
+        "parentSession": str(old),
+    }
+    fork.write_text(dumps(header) + "\n")
+    forked = sync_file(fork).session
+    assert forked.parent() == moved
+    assert list(moved.forks()) == [forked]

@@ -350,7 +350,7 @@ class AgentSession(models.Model):
         """The imported session ``parentSession`` names (a file path or a session id), if there is one."""
         if not self.parent_session:
             return None
-        return (
+        found = (
             AgentSession.objects.filter(
                 Q(source_path=self.parent_session) | Q(session_id=self.parent_session)
             )
@@ -358,11 +358,33 @@ class AgentSession(models.Model):
             .with_first_prompt()
             .first()
         )
+        if found is not None or not self.parent_session.endswith(".jsonl"):
+            return found
+        # A path the parent had before oh-my-pi moved it: its header lists it in previousSessionFiles.
+        spelled = orjson.dumps(self.parent_session).decode()
+        for moved in (
+            AgentSession.objects.filter(header_raw__contains=spelled)
+            .filter(header_raw__contains='"previousSessionFiles"')
+            .exclude(pk=self.pk)
+            .with_first_prompt()
+        ):
+            if self.parent_session in moved.previous_files():
+                return moved
+        return None
+
+    def previous_files(self) -> list[str]:
+        """The paths oh-my-pi moved this session from (its header's ``previousSessionFiles``)."""
+        try:
+            header = orjson.loads(self.header_raw)
+        except orjson.JSONDecodeError:
+            return []
+        earlier = header.get("previousSessionFiles") if isinstance(header, dict) else None
+        return [p for p in earlier if isinstance(p, str) and p] if isinstance(earlier, list) else []
 
     def children(self) -> AgentSessionQuerySet:
         """Sessions forked from this one (their ``parentSession`` names this file or this id); the transcripts
         of its subagents name it too, but they are :attr:`subagents`."""
-        names = [self.session_id] + ([self.source_path] if self.source_path else [])
+        names = [self.session_id] + ([self.source_path] if self.source_path else []) + self.previous_files()
         forks = AgentSession.objects.filter(parent_session__in=names, subagent_kind="").exclude(pk=self.pk)
         return forks  # type: ignore[return-value]
 
