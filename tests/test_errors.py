@@ -77,6 +77,8 @@ def test_htmx_injects_no_style_and_keeps_no_history_snapshots(client):
     assert config["includeIndicatorStyles"] is False
     assert config["historyCacheSize"] == 0
     assert config["allowEval"] is False
+    # Settling never copies a style attribute from the old element to the new one (a strict CSP refuses it).
+    assert "style" not in config["attributesToSettle"]
 
 
 def test_teams_are_in_the_navigation(client):
