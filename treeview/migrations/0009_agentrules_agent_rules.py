@@ -4,15 +4,20 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('treeview', '0008_merge_search_sharing_rights'),
+        ("treeview", "0008_merge_search_sharing_rights"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='agentsession',
-            name='agent_rules',
-            field=models.CharField(blank=True, choices=[('pi', 'pi'), ('omp', 'oh-my-pi')], default='', help_text='the rules chosen for this session (blank: detected from what the file holds)', max_length=8),
+            model_name="agentsession",
+            name="agent_rules",
+            field=models.CharField(
+                blank=True,
+                choices=[("pi", "pi"), ("omp", "oh-my-pi")],
+                default="",
+                help_text="the rules chosen for this session (blank: detected from what the file holds)",
+                max_length=8,
+            ),
         ),
     ]
