@@ -51,9 +51,9 @@ QUERIES = [
 ]
 
 
-def _import(name: str, tmp_path: Path):
+def _import(name: str, tmp_path: Path, folder: Path = LATEST):
     path = tmp_path / name
-    shutil.copyfile(LATEST / name, path)
+    shutil.copyfile(folder / name, path)
     return path, sync_file(path).session
 
 
@@ -89,6 +89,28 @@ def test_the_web_tree_shows_the_rows_the_core_shows_by_the_sessions_agent(
             assert window.shown == len(core)
     # The fixtures hold what the rules read differently: reading them by v15's rules would not do.
     assert differs
+
+
+@pytest.mark.parametrize(
+    ("folder", "name", "agent"),
+    # pi refuses omp's title-slot files: an omp file without one.
+    [(LATEST, "pi16w_features_200.jsonl", "omp"), (DATA / "handmade", "v3_custom_mode_ttsr.jsonl", "pi")],
+)
+def test_the_chosen_rules_apply_to_a_file_the_other_agent_wrote(
+    folder: Path, name: str, agent: str, tmp_path: Path
+) -> None:
+    path, session = _import(name, tmp_path, folder)
+    assert session.rules.agent != agent
+    session.agent_rules = agent
+    assert session.rules.agent == agent
+    manager = SessionManager.open(path, agent=agent)
+    core_flat = flatten_tree(manager.get_tree(), manager.leaf_id)
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    for mode in FILTER_MODES:
+        for query in QUERIES:
+            core = visible_rows(core_flat, mode, query, agent=agent)  # type: ignore[arg-type]
+            ours = tree.visible(mode, query, agent=session.rules.agent).nodes
+            assert [n.id for n in ours] == [r.id for r in core], (mode, query)
 
 
 # -- the rules a user chooses for a session ---------------------------------------------------------------

@@ -453,7 +453,15 @@ def _filter(
             text = node.facts.search_text
         label = node.label
         if agent == "omp":
-            # oh-my-pi: every token matches "<label> <search text>" fuzzily (selector._omp_haystack).
+            # oh-my-pi: every token matches "<label> <search text>" fuzzily (selector._omp_haystack). Its
+            # matcher splits camelCase words, so a message's role gets its case back ("toolResult": "tool
+            # result"); the rest of a message's stored text is lowercased (its own camelCase words are
+            # matched as one word: the one place the web tree's search may differ from the agent's).
+            message = node.entry.get("message")
+            if message is not None:
+                role = message.get("role")
+                if isinstance(role, str) and role != (lowered := role.lower()) and text.startswith(lowered):
+                    text = role + text[len(role) :]
             haystack = f"{label} {text}" if label else text
             if all(fuzzy_matches(token, haystack) for token in tokens):
                 kept.append(i)
