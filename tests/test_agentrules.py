@@ -21,6 +21,7 @@ from treeview import explorer
 from treeview.models import AgentSession
 from treeview.render import render_entries, render_entry
 from treeview.render.blocks import ImageBlock, JsonBlock, NoticeBlock, ToolCallBlock
+from treeview.render.transcript import transcript
 from treeview.services.sync import sync_file
 from treeview.session.selector import FILTER_MODES, flatten_tree, make_row, visible_rows
 from treeview.session.session_manager import SessionManager
@@ -339,3 +340,10 @@ def test_hostile_html_in_every_new_field_is_escaped() -> None:
         assert "<script" not in html and "<img src=x" not in html
         assert "&lt;script&gt;" in html or "&amp;lt;script" in html or "&lt;" in html
     audit(page(views))
+
+
+def test_the_markdown_transcript_names_a_calls_intent() -> None:
+    call = dict(tool_call("bash", {"command": "ls"}), intent="List\nthe files")
+    text = transcript([assistant(call), assistant(tool_call("bash", {"command": "pwd"}))], title="T")
+    assert '**Tool call: bash** (List the files)\n\n```json\n{\n  "command": "ls"\n}\n```' in text
+    assert '**Tool call: bash**\n\n```json\n{\n  "command": "pwd"\n}\n```' in text
