@@ -21,6 +21,7 @@ from treeview import explorer
 from treeview.models import AgentSession
 from treeview.render import render_entries, render_entry
 from treeview.render.blocks import ImageBlock, JsonBlock, NoticeBlock, ToolCallBlock
+from treeview.render.transcript import transcript
 from treeview.services.sync import sync_file
 from treeview.session.selector import FILTER_MODES, flatten_tree, make_row, visible_rows
 from treeview.session.session_manager import SessionManager
@@ -51,9 +52,9 @@ QUERIES = [
 ]
 
 
-def _import(name: str, tmp_path: Path):
+def _import(name: str, tmp_path: Path, folder: Path = LATEST):
     path = tmp_path / name
-    shutil.copyfile(LATEST / name, path)
+    shutil.copyfile(folder / name, path)
     return path, sync_file(path).session
 
 
@@ -89,6 +90,28 @@ def test_the_web_tree_shows_the_rows_the_core_shows_by_the_sessions_agent(
             assert window.shown == len(core)
     # The fixtures hold what the rules read differently: reading them by v15's rules would not do.
     assert differs
+
+
+@pytest.mark.parametrize(
+    ("folder", "name", "agent"),
+    # pi refuses omp's title-slot files: an omp file without one.
+    [(LATEST, "pi16w_features_200.jsonl", "omp"), (DATA / "handmade", "v3_custom_mode_ttsr.jsonl", "pi")],
+)
+def test_the_chosen_rules_apply_to_a_file_the_other_agent_wrote(
+    folder: Path, name: str, agent: str, tmp_path: Path
+) -> None:
+    path, session = _import(name, tmp_path, folder)
+    assert session.rules.agent != agent
+    session.agent_rules = agent
+    assert session.rules.agent == agent
+    manager = SessionManager.open(path, agent=agent)
+    core_flat = flatten_tree(manager.get_tree(), manager.leaf_id)
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    for mode in FILTER_MODES:
+        for query in QUERIES:
+            core = visible_rows(core_flat, mode, query, agent=agent)  # type: ignore[arg-type]
+            ours = tree.visible(mode, query, agent=session.rules.agent).nodes
+            assert [n.id for n in ours] == [r.id for r in core], (mode, query)
 
 
 # -- the rules a user chooses for a session ---------------------------------------------------------------
@@ -317,3 +340,10 @@ def test_hostile_html_in_every_new_field_is_escaped() -> None:
         assert "<script" not in html and "<img src=x" not in html
         assert "&lt;script&gt;" in html or "&amp;lt;script" in html or "&lt;" in html
     audit(page(views))
+
+
+def test_the_markdown_transcript_names_a_calls_intent() -> None:
+    call = dict(tool_call("bash", {"command": "ls"}), intent="List\nthe files")
+    text = transcript([assistant(call), assistant(tool_call("bash", {"command": "pwd"}))], title="T")
+    assert '**Tool call: bash** (List the files)\n\n```json\n{\n  "command": "ls"\n}\n```' in text
+    assert '**Tool call: bash**\n\n```json\n{\n  "command": "pwd"\n}\n```' in text

@@ -942,6 +942,6 @@ def test_header_names_the_rules_the_session_is_read_by(client: Client, tmp_path:
 
     session = import_fixture(tmp_path, name, folder)
     html = client.get(page(session)).content.decode()
-    assert f'<small class="agent-rules">· {label}</small>' in html
+    assert f'<small class="rules-label">· {label}</small>' in html
     core = SessionManager.open(tmp_path / name).agent_decision
     assert (session.rules.agent, session.rules.reason) == (core.agent, core.reason)

@@ -15,7 +15,6 @@ session's lock, and a flattened tree never changes once made (what it derives is
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 import weakref
 from bisect import bisect_left, bisect_right
@@ -32,9 +31,7 @@ from treeview.lru import LruCache
 from treeview.models import AgentSession
 from treeview.render import EntryView, render_entry
 from treeview.render.text import as_text
-from treeview.session import js
-from treeview.session.agents import Agent, check_agent
-from treeview.session.fuzzy import fuzzy_matches
+from treeview.session.agents import Agent
 from treeview.session.selector import (
     FILTER_MODES,
     FilterMode,
@@ -46,19 +43,8 @@ from treeview.session.selector import (
     window_bounds,
 )
 from treeview.session.selector_tree import flat_only_child, flatten_tree
-from treeview.tree_index import (
-    HIDDEN_ASSISTANT,
-    OMP_SETTINGS,
-    PI_SETTINGS,
-    PI_USAGE,
-    SETTINGS,
-    TOOL_RESULT,
-    USER,
-    AgentTexts,
-    DbNode,
-    Forest,
-    gc_paused,
-)
+from treeview.tree_filter import COMMENTED, filter_positions
+from treeview.tree_index import TOOL_RESULT, DbNode, Forest, gc_paused
 
 # Rows drawn around the selection: about 60 before and 60 after it, more than a tall pane shows (explorer.js
 # loads the others as the pane scrolls; without JavaScript, "load earlier/later" pages by this many).
@@ -95,7 +81,6 @@ VIEW_CACHE_SIZE = 600
 # The page's filter modes: the agent's five, then Arbor's "commented" (entries with comments; the session core
 # knows nothing of comments, so the mode lives here and in the page's form).
 ViewMode = FilterMode | Literal["commented"]
-COMMENTED: Literal["commented"] = "commented"
 VIEW_MODES: tuple[ViewMode, ...] = (*FILTER_MODES, COMMENTED)
 
 V = TypeVar("V")
@@ -352,54 +337,6 @@ class Visible:
         return len(self.nodes) - 1
 
 
-_WHITESPACE_RUN = re.compile(f"{js.RE_SPACE}+")
-# Per rule set and mode: the flags that hide a node (the leaf is exempt from HIDDEN_ASSISTANT) and a flag it
-# needs (``selector._passes``): each agent hides its own bookkeeping types, and pi never shows ``usage``.
-_MODE_FLAGS: dict[str, dict[str, tuple[int, int]]] = {
-    agent: {
-        "default": (HIDDEN_ASSISTANT | settings_flag | never, 0),
-        "no-tools": (HIDDEN_ASSISTANT | settings_flag | TOOL_RESULT | never, 0),
-        "user-only": (HIDDEN_ASSISTANT | never, USER),
-        "labeled-only": (HIDDEN_ASSISTANT | never, 0),
-        "all": (HIDDEN_ASSISTANT | never, 0),
-        COMMENTED: (HIDDEN_ASSISTANT | never, 0),
-    }
-    for agent, settings_flag, never in (
-        ("omp15", SETTINGS, 0),
-        ("omp", OMP_SETTINGS, 0),
-        ("pi", PI_SETTINGS, PI_USAGE),
-    )
-}
-
-
-def _keep(
-    nodes: Sequence[FlatNode],
-    start: int,
-    hide: int,
-    need: int,
-    labeled: bool,
-    commented: frozenset[str] | None = None,
-    also: frozenset[str] = frozenset(),
-) -> list[int]:
-    """Indexes (from ``start``) of the nodes a mode shows; they are DbNodes (flags, facts): the explorer only
-    flattens database forests. ``commented``: only these ids (the "commented" mode, as labeled-only);
-    ``also``: ids that pass the ``need`` test whatever their flags (oh-my-pi's skill prompts in user-only)."""
-    flat: Sequence[Any] = nodes
-    if commented is not None:
-        return [i for i, n in enumerate(flat, start) if not n.node.flags & hide and n.id in commented]
-    if labeled:
-        return [i for i, n in enumerate(flat, start) if not n.node.flags & hide and n.node.label is not None]
-    if need and also:
-        return [
-            i
-            for i, n in enumerate(flat, start)
-            if not (f := n.node.flags) & hide and (f & need or n.id in also)
-        ]
-    if need:
-        return [i for i, n in enumerate(flat, start) if not (f := n.node.flags) & hide and f & need]
-    return [i for i, n in enumerate(flat, start) if not n.node.flags & hide]
-
-
 def _filter(
     tree: ExplorerTree,
     mode: ViewMode,
@@ -407,61 +344,10 @@ def _filter(
     commented: frozenset[str] | None = None,
     agent: Agent = "omp15",
 ) -> Visible:
-    """``selector.filter_nodes`` by ``agent``'s rules over database nodes, from the flags computed at load and
-    what the rules read differently (``Forest.agent_texts``; tests compare them); the "commented" mode keeps
-    the entries of ``commented`` as labeled-only keeps the labeled ones."""
-    flags = _MODE_FLAGS[check_agent(agent)]
-    if mode not in flags:
-        filter_tag(cast(FilterMode, mode))  # raises the core's ValueError
-    hide, need = flags[mode]
-    labeled = mode == "labeled-only"
-    only = (commented or frozenset()) if mode == COMMENTED else None
-    tokens = [t for t in _WHITESPACE_RUN.split(query.lower()) if t]
-    forest = tree.forest
-    texts = (
-        forest.agent_texts(agent)
-        if forest is not None and agent != "omp15" and (tokens or mode == "user-only")
-        else AgentTexts()
-    )
-    also = texts.skill_prompts if agent == "omp" and mode == "user-only" else frozenset()
+    """``selector.filter_nodes`` by ``agent``'s rules over the tree's database nodes (``tree_filter``)."""
     nodes: list[Any] = tree.flat.nodes
-    leaf = tree.leaf_index
-    if leaf is None:
-        positions = _keep(nodes, 0, hide, need, labeled, only, also)
-    else:
-        positions = _keep(nodes[:leaf], 0, hide, need, labeled, only, also)
-        leaf_hide = hide & ~HIDDEN_ASSISTANT
-        positions += _keep(nodes[leaf : leaf + 1], leaf, leaf_hide, need, labeled, only, also)
-        positions += _keep(nodes[leaf + 1 :], leaf + 1, hide, need, labeled, only, also)
-    if agent == "omp15" or not tokens:
-        for token in tokens:
-            # selector._haystack is "<label> <search text>"; a token holds no whitespace: it is in one.
-            positions = [
-                i
-                for i in positions
-                if token in (node := nodes[i].node).facts.search_text
-                or ((label := node.label) and token in label.lower())
-            ]
-        return Visible([nodes[i] for i in positions], positions)
-    search = texts.search
-    kept = []
-    for i in positions:
-        flat_node = nodes[i]
-        node = flat_node.node
-        text = search.get(flat_node.id)
-        if text is None:
-            text = node.facts.search_text
-        label = node.label
-        if agent == "omp":
-            # oh-my-pi: every token matches "<label> <search text>" fuzzily (selector._omp_haystack).
-            haystack = f"{label} {text}" if label else text
-            if all(fuzzy_matches(token, haystack) for token in tokens):
-                kept.append(i)
-        else:
-            haystack = f"{label.lower()} {text}" if label else text
-            if all(token in haystack for token in tokens):
-                kept.append(i)
-    return Visible([nodes[i] for i in kept], kept)
+    positions = filter_positions(nodes, tree.leaf_index, tree.forest, mode, query, commented, agent)
+    return Visible([nodes[i] for i in positions], positions)
 
 
 # A session is its pk and when it was imported (SQLite may give a deleted session's pk to the next one).

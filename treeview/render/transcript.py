@@ -53,7 +53,9 @@ def _content_parts(content: Any) -> list[tuple[str, str]]:
             parts.append(("other", "(redacted thinking)"))
         elif kind == "toolCall":
             name = _text(block.get("name")) or "tool"
-            parts.append(("tool_call", f"{name}\n{_text(block.get('arguments'))}"))
+            intent = block.get("intent")
+            purpose = " ".join(intent.split()) if isinstance(intent, str) else ""
+            parts.append(("tool_call", f"{name}\n{purpose}\n{_text(block.get('arguments'))}"))
         elif kind == "image":
             parts.append(("image", f"[image: {_text(block.get('mimeType')) or 'image'}]"))
         else:
@@ -100,8 +102,10 @@ def _message(message: Mapping[str, Any]) -> tuple[str, list[str]]:
             if text.strip():
                 body.append("**Thinking**\n\n" + _quoted(text))
         elif kind == "tool_call":
-            name, _, arguments = text.partition("\n")
-            body.append(f"**Tool call: {name}**\n\n" + fence(arguments, "json"))
+            name, _, rest = text.partition("\n")
+            intent, _, arguments = rest.partition("\n")
+            heading = f"**Tool call: {name}**" + (f" ({intent})" if intent else "")
+            body.append(f"{heading}\n\n" + fence(arguments, "json"))
         elif text.strip():
             body.append(text)
     return title, body

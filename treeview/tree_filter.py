@@ -1,0 +1,153 @@
+"""The tree selector's filters and search over a session's database nodes, by each agent's rules.
+
+``selector.filter_nodes`` decides per node from the whole entry; the web tree's nodes carry only bit flags
+computed once at load (``tree_index``: user, tool result, each rule set's bookkeeping types, pi's usage) and
+the stored v15 search text, plus what a rule set reads differently from that (``Forest.agent_texts``: the
+bookkeeping rows' search terms, oh-my-pi's skill prompts). Tests compare the result with the core's rows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Final, Literal, cast
+
+from treeview.session import js
+from treeview.session.agents import Agent, check_agent
+from treeview.session.fuzzy import fuzzy_matches
+from treeview.session.selector import FilterMode, FlatNode, filter_tag
+from treeview.tree_index import (
+    HIDDEN_ASSISTANT,
+    OMP_SETTINGS,
+    PI_SETTINGS,
+    PI_USAGE,
+    SETTINGS,
+    TOOL_RESULT,
+    USER,
+    AgentTexts,
+    Forest,
+)
+
+__all__ = ["COMMENTED", "filter_positions"]
+
+#: Arbor's own mode: the entries with comments (the session core knows nothing of comments).
+COMMENTED: Final[Literal["commented"]] = "commented"
+
+_WHITESPACE_RUN = re.compile(f"{js.RE_SPACE}+")
+# Per rule set and mode: the flags that hide a node (the leaf is exempt from HIDDEN_ASSISTANT) and a flag it
+# needs (``selector._passes``): each agent hides its own bookkeeping types, and pi never shows ``usage``.
+_MODE_FLAGS: dict[str, dict[str, tuple[int, int]]] = {
+    agent: {
+        "default": (HIDDEN_ASSISTANT | settings_flag | never, 0),
+        "no-tools": (HIDDEN_ASSISTANT | settings_flag | TOOL_RESULT | never, 0),
+        "user-only": (HIDDEN_ASSISTANT | never, USER),
+        "labeled-only": (HIDDEN_ASSISTANT | never, 0),
+        "all": (HIDDEN_ASSISTANT | never, 0),
+        COMMENTED: (HIDDEN_ASSISTANT | never, 0),
+    }
+    for agent, settings_flag, never in (
+        ("omp15", SETTINGS, 0),
+        ("omp", OMP_SETTINGS, 0),
+        ("pi", PI_SETTINGS, PI_USAGE),
+    )
+}
+
+
+def _keep(
+    nodes: Sequence[FlatNode],
+    start: int,
+    hide: int,
+    need: int,
+    labeled: bool,
+    commented: frozenset[str] | None = None,
+    also: frozenset[str] = frozenset(),
+) -> list[int]:
+    """Indexes (from ``start``) of the nodes a mode shows; they are DbNodes (flags, facts): the explorer only
+    flattens database forests. ``commented``: only these ids (the "commented" mode, as labeled-only);
+    ``also``: ids that pass the ``need`` test whatever their flags (oh-my-pi's skill prompts in user-only)."""
+    flat: Sequence[Any] = nodes
+    if commented is not None:
+        return [i for i, n in enumerate(flat, start) if not n.node.flags & hide and n.id in commented]
+    if labeled:
+        return [i for i, n in enumerate(flat, start) if not n.node.flags & hide and n.node.label is not None]
+    if need and also:
+        return [
+            i
+            for i, n in enumerate(flat, start)
+            if not (f := n.node.flags) & hide and (f & need or n.id in also)
+        ]
+    if need:
+        return [i for i, n in enumerate(flat, start) if not (f := n.node.flags) & hide and f & need]
+    return [i for i, n in enumerate(flat, start) if not n.node.flags & hide]
+
+
+def filter_positions(
+    nodes: Sequence[FlatNode],
+    leaf: int | None,
+    forest: Forest | None,
+    mode: str,
+    query: str,
+    commented: frozenset[str] | None = None,
+    agent: Agent = "omp15",
+) -> list[int]:
+    """The indexes of the flat ``nodes`` (database nodes; ``leaf``: the leaf's index) that
+    ``selector.filter_nodes`` shows by ``agent``'s rules, from the flags computed at load and what the rules
+    read differently (``forest.agent_texts``; tests compare them); the "commented" mode keeps the entries of
+    ``commented`` as labeled-only keeps the labeled ones."""
+    flags = _MODE_FLAGS[check_agent(agent)]
+    if mode not in flags:
+        filter_tag(cast(FilterMode, mode))  # raises the core's ValueError
+    hide, need = flags[mode]
+    labeled = mode == "labeled-only"
+    only = (commented or frozenset()) if mode == COMMENTED else None
+    tokens = [t for t in _WHITESPACE_RUN.split(query.lower()) if t]
+    texts = (
+        forest.agent_texts(agent)
+        if forest is not None and agent != "omp15" and (tokens or mode == "user-only")
+        else AgentTexts()
+    )
+    also = texts.skill_prompts if agent == "omp" and mode == "user-only" else frozenset()
+    if leaf is None:
+        positions = _keep(nodes, 0, hide, need, labeled, only, also)
+    else:
+        positions = _keep(nodes[:leaf], 0, hide, need, labeled, only, also)
+        leaf_hide = hide & ~HIDDEN_ASSISTANT
+        positions += _keep(nodes[leaf : leaf + 1], leaf, leaf_hide, need, labeled, only, also)
+        positions += _keep(nodes[leaf + 1 :], leaf + 1, hide, need, labeled, only, also)
+    if agent == "omp15" or not tokens:
+        for token in tokens:
+            # selector._haystack is "<label> <search text>"; a token holds no whitespace: it is in one.
+            positions = [
+                i
+                for i in positions
+                if token in (node := nodes[i].node).facts.search_text
+                or ((label := node.label) and token in label.lower())
+            ]
+        return positions
+    search = texts.search
+    kept = []
+    for i in positions:
+        flat_node = nodes[i]
+        node = flat_node.node
+        text = search.get(flat_node.id)
+        if text is None:
+            text = node.facts.search_text
+        label = node.label
+        if agent == "omp":
+            # oh-my-pi: every token matches "<label> <search text>" fuzzily (selector._omp_haystack). Its
+            # matcher splits camelCase words, so a message's role gets its case back ("toolResult": "tool
+            # result"); the rest of a message's stored text is lowercased (its own camelCase words are
+            # matched as one word: the one place the web tree's search may differ from the agent's).
+            message = node.entry.get("message")
+            if message is not None:
+                role = message.get("role")
+                if isinstance(role, str) and role != (lowered := role.lower()) and text.startswith(lowered):
+                    text = role + text[len(role) :]
+            haystack = f"{label} {text}" if label else text
+            if all(fuzzy_matches(token, haystack) for token in tokens):
+                kept.append(i)
+        else:
+            haystack = f"{label.lower()} {text}" if label else text
+            if all(token in haystack for token in tokens):
+                kept.append(i)
+    return kept
