@@ -388,7 +388,7 @@ def _links_context(request: HttpRequest) -> dict[str, Any]:
                 "link": link,
                 "title": titles.get(link.session_id),
                 "branch": branches.get((link.session_id, link.leaf_id), ""),
-                "state": share.link_state(link),
+                "state": share.current_state(link),
                 "can_revoke": share.may_revoke(user, link),
             }
             for link in links
