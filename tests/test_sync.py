@@ -587,3 +587,16 @@ def test_the_session_page_says_the_file_has_no_header_and_is_not_written(client,
     page = client.get(f"/s/{session.session_id}/").content.decode()
     assert 'class="headerless-note"' in page and "never writes to it" in page
     assert 'class="headerless-note"' not in client.get(f"/s/{normal.session_id}/").content.decode()
+
+
+def test_a_headerless_branch_streams_the_bytes_it_builds_whole(monkeypatch, tmp_path: Path) -> None:
+    from tests.test_downloads import _deterministic
+    from treeview.services.export import export_branch_lines
+
+    session = sync_file(_write(tmp_path / f"x_{HEADERLESS_UUID}.jsonl", _headerless_lines())).session
+    set_label(session, "h1", "start")
+    fresh = _deterministic(monkeypatch)
+    whole = export_branch(session, "h3")
+    fresh.count = 0
+    name, lines = export_branch_lines(session, "h3")
+    assert (name, "".join(lines)) == whole
