@@ -433,7 +433,7 @@ def test_an_inactive_user_sees_nothing(world: World) -> None:
 
 def test_a_share_token_holder_sees_the_shared_branch_and_nothing_else(world: World) -> None:
     leaf = world.session.leaf_id
-    _, token = share_service.create_link(world.users["member"], world.session, leaf_id=leaf)
+    _, token = share_service.create_link(world.users["grantee"], world.session, leaf_id=leaf)
     holder = Client()
     for url in (f"/share/{token}/", f"/share/{token}/branch.jsonl", f"/share/{token}/branch.md"):
         body = _body(holder.get(url))
@@ -458,7 +458,7 @@ def test_a_share_token_holder_sees_the_shared_branch_and_nothing_else(world: Wor
 
 @pytest.mark.parametrize("role", ROLES)
 def test_the_site_wide_pages_show_no_foreign_sessions(world: World, role: str) -> None:
-    _, token = share_service.create_link(world.users["member"], world.session, leaf_id=world.session.leaf_id)
+    _, token = share_service.create_link(world.users["grantee"], world.session, leaf_id=world.session.leaf_id)
     link = ShareLink.objects.get()
     client = world.client(role)
     for url in ("/review/", "/shared/", "/teams/"):
@@ -471,18 +471,19 @@ def test_the_site_wide_pages_show_no_foreign_sessions(world: World, role: str) -
             _assert_no_secrets(response)
     shared = _body(client.get("/shared/"))
     # The Shared links page: one's own links; a superuser sees everyone's.
-    assert (f"/shared/{link.pk}/revoke/" in shared) is (role in ("member", "superuser"))
+    # (the link is the grantee's: only those the owner lets write make public links, treeview/access.py)
+    assert (f"/shared/{link.pk}/revoke/" in shared) is (role in ("grantee", "superuser"))
     revoke = client.post(f"/shared/{link.pk}/revoke/")
     if role == "anonymous":
         assert revoke.status_code == 302 and "/accounts/login/" in revoke["Location"]
-    elif role in ("outsider", "grantee"):
-        # Letting someone write to a session is not letting them revoke someone else's link.
+    elif role in ("outsider", "member"):
+        # Seeing a session is not being able to revoke someone else's link to it.
         assert revoke.status_code == 404
-    elif role in ("member", "team_admin", "owner", "superuser"):
+    elif role in ("grantee", "team_admin", "owner", "superuser"):
         # The sharer, the session's managers (its owner, an admin of its team) and superusers revoke.
         assert revoke.status_code in (200, 302, 303), (role, revoke.status_code)
     revoked = ShareLink.objects.get().revoked_at is not None
-    assert revoked is (role not in ("anonymous", "outsider", "grantee"))
+    assert revoked is (role not in ("anonymous", "outsider", "member"))
     assert (Client().get(f"/share/{token}/").status_code == 200) is not revoked
     switch = client.post("/shared/sharing/", {"public_sharing": ""})
     if role == "superuser":

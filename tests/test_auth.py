@@ -272,3 +272,45 @@ def test_single_user_can_be_set_either_way(monkeypatch: pytest.MonkeyPatch) -> N
         monkeypatch, DJANGO_DEBUG="0", DJANGO_SECRET_KEY="x" * 60, ARBOR_SINGLE_USER="1"
     )
     assert production["ARBOR_SINGLE_USER"] is True
+
+
+# -- an invite lives only while its maker could still make it ------------------------------------------
+
+
+def _team_admin_invite(alice: User) -> tuple[Team, str]:
+    team = Team.objects.create(name="mine")
+    Membership.objects.create(team=team, user=alice, role=Membership.Role.ADMIN)
+    _, token = create_invite(alice, team=team, role=Membership.Role.ADMIN)
+    return team, token
+
+
+def test_an_invite_of_a_team_admin_works_while_they_are_its_admin(alice: User) -> None:
+    team, token = _team_admin_invite(alice)
+    assert _accept(f"/accounts/invite/{token}/").status_code == 302
+    assert Membership.objects.get(user__username="bob").team == team
+
+
+@pytest.mark.parametrize("change", ["demoted", "removed", "deactivated", "deleted"])
+def test_an_invite_dies_with_its_makers_right_to_make_it(alice: User, change: str) -> None:
+    team, token = _team_admin_invite(alice)
+    membership = Membership.objects.filter(team=team, user=alice)
+    if change == "demoted":
+        membership.update(role=Membership.Role.MEMBER)
+    elif change == "removed":
+        membership.delete()
+    elif change == "deactivated":
+        User.objects.filter(pk=alice.pk).update(is_active=False)
+    else:
+        alice.delete()
+    assert Client().get(f"/accounts/invite/{token}/").status_code == 404
+    refused = _accept(f"/accounts/invite/{token}/")
+    assert refused.status_code == 404 and "not valid" in refused.content.decode()
+    assert not User.objects.filter(username="bob").exists()
+    assert not Membership.objects.filter(team=team, user__username="bob").exists()
+
+
+def test_a_staff_invite_dies_when_its_maker_is_no_longer_staff(staff: User) -> None:
+    _, token = create_invite(staff)
+    User.objects.filter(pk=staff.pk).update(is_staff=False, is_superuser=False)
+    assert _accept(f"/accounts/invite/{token}/").status_code == 404
+    assert not User.objects.filter(username="bob").exists()

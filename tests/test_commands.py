@@ -87,13 +87,14 @@ class Terminal(io.StringIO):
 
 def broken_files(directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
-    headerless = directory / "headerless.jsonl"
-    headerless.write_text(user_line("a1", None))
+    # (a file whose first line is an entry is imported with a made-up header: not broken; tests/test_sync.py)
+    sdk_v4 = directory / "sdk-v4.jsonl"
+    sdk_v4.write_text('{"version":4,"kind":"lane","seq":1}\n' + user_line("a1", None))
     empty = directory / "empty.jsonl"
     empty.write_bytes(b"")
     garbage = directory / "garbage.jsonl"
     garbage.write_bytes(bytes(range(256)) * 8 + b"\x00\xff\xfe")
-    return [headerless, empty, garbage]
+    return [sdk_v4, empty, garbage]
 
 
 def test_import_of_a_directory_with_good_and_broken_files_imports_the_good_and_exits_1(
@@ -163,11 +164,12 @@ def test_quiet_prints_only_the_failures(tmp_path: Path) -> None:
     copy_fixture(tmp_path, "v3_compaction.jsonl")
     assert run("import_sessions", str(tmp_path), quiet=True) == ("", "")
 
-    (headerless, *_) = broken_files(tmp_path / "broken")
+    (sdk_v4, *_) = broken_files(tmp_path / "broken")
     error, out, err = run_failing("import_sessions", str(tmp_path), quiet=True)
     assert error.returncode == 1
     assert out == ""
-    assert err.count("failed: ") == 3 and f"failed: {headerless}: " in err
+    assert err.count("failed: ") == 3 and f"failed: {sdk_v4}: " in err
+    assert "version 4 of the pi SDK's session store" in err
 
 
 def test_a_named_file_that_does_not_exist_fails_with_its_reason(tmp_path: Path) -> None:

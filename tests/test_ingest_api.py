@@ -312,6 +312,20 @@ def test_default_visibility_applies_to_pushed_sessions(token: str, alice: User) 
     assert session.visibility == "teams" and list(session.teams.all()) == [team]
 
 
+def test_a_team_left_since_the_defaults_were_set_gets_no_new_sessions(token: str, alice: User) -> None:
+    team = Team.objects.create(name="core")
+    membership = Membership.objects.create(team=team, user=alice)
+    set_defaults(alice, "teams", team)
+    membership.delete()  # the stored default still names the team
+    client = Client()
+    key = _state(client, token).json()["source"]
+    _append(client, token, key, 0, FIXTURE.read_bytes())
+    session = _session()
+    assert session.visibility == "private" and not session.teams.exists()
+    described = client.get("/api/v1/me", headers=_auth(token)).json()
+    assert described["default_visibility"] == {"visibility": "private", "team": None}
+
+
 def test_the_defaults_form_offers_only_ones_own_teams(alice: User) -> None:
     mine, theirs = Team.objects.create(name="mine"), Team.objects.create(name="theirs")
     Membership.objects.create(team=mine, user=alice)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.reference import DATA, all_cases
+from treeview.session.headerless import headerless_session_id
 from treeview.session.jsonl import (
     UNDEFINED,
     SessionFileError,
@@ -22,6 +24,7 @@ from treeview.session.jsonl import (
     parse_session_text,
 )
 from treeview.session.jsonl import _write_deep as write_deep
+from treeview.session.session_manager import SessionManager
 
 
 @pytest.mark.parametrize(
@@ -218,3 +221,60 @@ def test_huge_values_parse_and_round_trip() -> None:
     )
     parsed = parse_session_text('{"type":"session","id":"s"}\n' + line + "\n")
     assert parsed.raw(parsed.entries[0]) == line
+
+
+# -- a file whose first object is not a header (treeview/session/headerless.py) ---------------------------
+
+HEADERLESS = (
+    '{"type":"message","id":"a","parentId":null,"timestamp":"2026-05-01T10:00:00.000Z",'
+    '"message":{"role":"user","content":"hi","timestamp":1}}\n'
+    '{"type":"label","id":"b","parentId":"a","timestamp":"2026-05-01T10:00:01.000Z","targetId":"a","label":"x"}\n'
+)
+
+
+def test_a_headerless_file_is_read_with_a_made_up_header_only_when_asked() -> None:
+    with pytest.raises(SessionFileError, match="not a session file"):
+        parse_session_bytes(HEADERLESS.encode())
+    parsed = parse_session_bytes(HEADERLESS.encode(), headerless_id="sid-1")
+    assert parsed.header == {
+        "type": "session",
+        "version": 3,
+        "id": "sid-1",
+        "timestamp": "2026-05-01T10:00:00.000Z",
+        "cwd": "",
+    }
+    assert parsed.header_line is None
+    assert [p.value["id"] for p in parsed.entries] == ["a", "b"]  # the first object is an entry, kept
+    [warning] = parsed.warnings
+    assert warning.line == 1 and "no session header" in warning.message
+    assert "'message' entry" in warning.message
+
+
+def test_the_id_of_a_headerless_file_comes_from_its_name_or_its_path(tmp_path: Path) -> None:
+    uuid_name = tmp_path / "2026-05-01T10-00-00-000Z_0198c0de-1111-7222-8333-444455556666.jsonl"
+    assert headerless_session_id(uuid_name) == "0198c0de-1111-7222-8333-444455556666"
+    plain = headerless_session_id(tmp_path / "cut.jsonl")
+    assert plain == headerless_session_id(tmp_path / "cut.jsonl")  # stable
+    assert plain != headerless_session_id(tmp_path / "other" / "cut.jsonl")
+    assert len(plain) == 36
+
+
+def test_the_core_opens_a_headerless_file_and_never_appends_to_it(tmp_path: Path) -> None:
+    path = tmp_path / "cut.jsonl"
+    path.write_text(HEADERLESS)
+    manager = SessionManager.open(path, persist=True)
+    assert manager.session_id == headerless_session_id(path.resolve())
+    assert manager.labels == {"a": "x"} and manager.leaf_id == "b"
+    assert not manager.persist
+    manager.append_label_change("a", "y")
+    assert path.read_text() == HEADERLESS  # nothing written: the agents would not open the file
+    # written out as a new file it starts with the header it was read with: one the agents open
+    out = tmp_path / "copy.jsonl"
+    manager.write_to(out)
+    assert json.loads(out.read_text().splitlines()[0])["id"] == manager.session_id
+
+
+@pytest.mark.parametrize("first", ['{"version":4,"lane":"main"}', '{"type":"record","version":4.0,"seq":1}'])
+def test_a_pi_sdk_v4_file_says_what_it_is(first: str) -> None:
+    with pytest.raises(SessionFileError, match="version 4 of the pi SDK's session store"):
+        parse_session_bytes((first + "\n" + HEADERLESS).encode(), headerless_id="sid-1")

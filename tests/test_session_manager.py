@@ -235,12 +235,16 @@ def test_get_branch_is_linear_on_a_very_deep_path() -> None:
     assert len(manager.get_tree()) == 1
 
 
-def test_header_less_file_is_refused_and_left_untouched(tmp_path: Path) -> None:
+def test_header_less_file_is_read_with_a_warning_and_left_untouched(tmp_path: Path) -> None:
     path = tmp_path / "x.jsonl"
     path.write_text('{"type":"message","id":"a"}\n')
+    manager = SessionManager.open(path, persist=True)
+    assert "no session header" in manager.warnings[0].message and manager.leaf_id == "a"
+    manager.append_label_change("a", "seen")
+    assert path.read_text() == '{"type":"message","id":"a"}\n'
+    path.write_text("no json here\n")
     with pytest.raises(SessionFileError, match="session header"):
         SessionManager.open(path)
-    assert path.read_text() == '{"type":"message","id":"a"}\n'
 
 
 def test_branching_appends_and_labels_follow_the_original() -> None:

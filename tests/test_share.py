@@ -93,7 +93,8 @@ class ShareWorld:
 
 def make_share_world(tmp_path: Path) -> ShareWorld:
     """``_world`` (users, team "reviewers") plus the share session, owned by "owner", shared with the team,
-    whose secret is :data:`TEAM_SECRET`."""
+    whose secret is :data:`TEAM_SECRET`; the owner lets the member and the team admin write to it (make
+    public links: ``SHARE_PUBLIC``)."""
     world = _world(tmp_path)
     result = sync_file(share_session_file(tmp_path))
     assert result.session is not None, result.error
@@ -101,6 +102,8 @@ def make_share_world(tmp_path: Path) -> ShareWorld:
     AgentSession.objects.filter(pk=session.pk).update(owner=world.users["owner"], visibility="teams")
     session.teams.set([world.team])
     TeamSecret.objects.create(team=world.team, value=TEAM_SECRET, label="staging host")
+    for name in ("member", "team_admin"):
+        SessionGrant.objects.create(session=session, user=world.users[name], granted_by=world.users["owner"])
     return ShareWorld(world, AgentSession.objects.get(pk=session.pk))
 
 
@@ -170,11 +173,16 @@ def test_bounds_are_inclusive(sw: ShareWorld) -> None:
     assert ShareLink.objects.count() == 2
 
 
-def test_only_someone_who_sees_the_session_shares_it(sw: ShareWorld) -> None:
+def test_only_someone_with_the_right_shares_it(sw: ShareWorld, settings: Any) -> None:
     with pytest.raises(share.ShareError, match="cannot share"):
         make_link(sw, role="outsider")
     for role in ("member", "team_admin", "owner", "superuser"):
         make_link(sw, role=role)
+    SessionGrant.objects.filter(user=sw.users["member"]).delete()
+    with pytest.raises(share.ShareError, match="cannot share"):
+        make_link(sw, role="member")  # a viewer, without "can write"
+    settings.ARBOR_VIEWER_RIGHTS = ["comment", "review", "share_public"]
+    make_link(sw, role="member")  # every viewer may, by the site's setting
 
 
 def test_nothing_is_shared_while_sharing_is_off(sw: ShareWorld) -> None:
@@ -210,8 +218,8 @@ def test_the_session_page_links_to_the_share_form(sw: ShareWorld) -> None:
 
 
 def test_the_preview_shows_every_hit_masked_in_context(sw: ShareWorld) -> None:
-    # The member's team strings are masked; the owner lets them make public links (treeview/access.py).
-    SessionGrant.objects.create(session=sw.session, user=sw.users["member"])
+    # The member's team strings are masked; the owner lets them make public links (make_share_world).
+    assert SessionGrant.objects.filter(session=sw.session, user=sw.users["member"]).exists()
     response = sw.client("member").get(f"/s/{SHARE_SID}/share/?leafId=m4&targetId=m3")
     assert response.status_code == 200
     assert response["Cache-Control"] == "no-store"

@@ -10,9 +10,10 @@ import pytest
 
 from tests.reference import DATA, all_cases, import_fixture
 from treeview.models import AgentSession, Entry, ImportIssue
+from treeview.services.append import move_leaf, set_label
 from treeview.services.export import export_branch, export_text, load_manager
 from treeview.services.sync import sync_file, sync_paths
-from treeview.session.jsonl import dumps
+from treeview.session.jsonl import dumps, title_slot
 from treeview.session.session_manager import SessionManager
 
 pytestmark = pytest.mark.django_db
@@ -183,16 +184,19 @@ def test_a_directory_with_good_and_broken_files(tmp_path: Path) -> None:
         "binary.jsonl",
     }
     assert results["v3_compaction.jsonl"].status == "new" and results["x.jsonl"].status == "new"
-    for name in ("headerless.jsonl", "empty.jsonl", "binary.jsonl"):
+    # a file whose first line is an entry is read with a made-up header, and says so
+    assert results["headerless.jsonl"].status == "new"
+    assert "no session header" in results["headerless.jsonl"].warnings[0]["message"]
+    for name in ("empty.jsonl", "binary.jsonl"):
         assert results[name].status == "failed"
         assert "not a session file" in results[name].error
     assert {p: p.read_bytes() for p in before} == before
-    assert ImportIssue.objects.count() == 3
-    assert AgentSession.objects.count() == 2
-    assert good.exists()
-    headerless.write_text(Path(good).read_text())
-    assert sync_file(headerless).status in {"new"}
     assert ImportIssue.objects.count() == 2
+    assert AgentSession.objects.count() == 3
+    assert good.exists()
+    empty.write_text(Path(good).read_text())
+    assert sync_file(empty).status in {"new"}
+    assert ImportIssue.objects.count() == 1
 
 
 def test_branch_export_equals_the_cores_branched_session(tmp_path: Path) -> None:
@@ -471,3 +475,128 @@ def test_an_archive_is_never_written(tmp_path: Path, settings) -> None:
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
     session.refresh_from_db()
     assert session.resolved_labels()["b2000001"] == "kept in Arbor"
+
+
+# -- a file whose first line is not a header (issue 13) ---------------------------------------------------
+
+HEADERLESS_UUID = "0198c0de-1111-7222-8333-444455556666"
+
+
+def _headerless_lines() -> list[str]:
+    """Three entries of a session whose header line was cut off (a tool that embeds pi, or a hand edit)."""
+    return [
+        entry_line("h1", None, "Start here.", "2026-05-01T09:00:00.000Z"),
+        entry_line("h2", "h1", "Started."),
+        entry_line("h3", "h2", "And go on."),
+    ]
+
+
+def _write(path: Path, lines: list[str], prefix: str = "") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(prefix + "".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_a_headerless_file_is_imported_with_a_warning_and_a_made_up_header(tmp_path: Path) -> None:
+    path = _write(tmp_path / f"2026-05-01T10-00-00-000Z_{HEADERLESS_UUID}.jsonl", _headerless_lines())
+    result = sync_file(path)
+    assert result.status == "new", result.error
+    session = result.session
+    assert session.session_id == HEADERLESS_UUID  # the file name's UUID
+    assert session.cwd == "" and session.header_raw == ""
+    assert session.created_at == json.loads(_headerless_lines()[0])["timestamp"]
+    assert session.entry_count == 3 and session.leaf_id == "h3"
+    [warning] = result.warnings
+    assert warning["line"] == 1 and "no session header" in warning["message"]
+    assert "never writes to this file" in warning["message"]
+    assert session.warnings == result.warnings
+    # the download is the file as it is, byte for byte (no header added to it)
+    assert export_text(session).encode() == path.read_bytes()
+    # Arbor's own reading of it has the made-up header and the whole tree
+    manager = load_manager(session)
+    assert manager.session_id == HEADERLESS_UUID and [e["id"] for e in manager.get_branch()] == [
+        "h1",
+        "h2",
+        "h3",
+    ]
+
+
+def test_without_a_uuid_in_its_name_the_id_is_stable_for_the_path(tmp_path: Path) -> None:
+    first = _write(tmp_path / "a" / "cut.jsonl", _headerless_lines())
+    second = _write(tmp_path / "b" / "cut.jsonl", _headerless_lines())
+    one, other = sync_file(first).session, sync_file(second).session
+    assert one.session_id != other.session_id
+    first.write_text(first.read_text() + entry_line("h4", "h3", "Gone on.") + "\n")
+    again = sync_file(first)
+    assert again.status == "grown" and again.session.pk == one.pk
+    assert again.session.session_id == one.session_id and again.session.entry_count == 4
+    first.write_text("".join(line + "\n" for line in _headerless_lines()[:2]))  # cut down again: re-read
+    rewritten = sync_file(first)
+    assert rewritten.status == "rewritten" and rewritten.session.pk == one.pk
+    assert rewritten.session.session_id == one.session_id
+    assert export_text(rewritten.session).encode() == first.read_bytes()
+
+
+def test_a_title_slot_then_entries_keeps_the_slot_and_the_bytes(tmp_path: Path) -> None:
+    slot = title_slot("Cut down", "2026-05-01T10:00:00.000Z")
+    path = _write(tmp_path / "slot.jsonl", _headerless_lines(), prefix=dumps(slot).ljust(255) + "\n")
+    session = sync_file(path).session
+    assert session.title == "Cut down" and session.header_raw == ""
+    assert export_text(session).encode() == path.read_bytes()
+    assert load_manager(session).leaf_id == "h3"
+
+
+def test_arbor_never_writes_into_a_headerless_file(tmp_path: Path, settings) -> None:
+    settings.ARBOR_WRITE_BACK = True
+    path = _write(tmp_path / "sessions" / "cut.jsonl", _headerless_lines())
+    before = path.read_bytes()
+    session = sync_file(path).session
+    label = set_label(session, "h2", "kept in Arbor")
+    move_leaf(session, "h1")
+    assert path.read_bytes() == before  # the agents would not open it: appending would not change that
+    assert not label.in_file
+    session.refresh_from_db()
+    assert session.resolved_labels() == {"h2": "kept in Arbor"}
+    # what Arbor added is in the download (after the file's bytes) and survives the next sync
+    assert export_text(session).encode().startswith(before)
+    assert sync_file(path).status == "unchanged"
+
+
+def test_a_headerless_branch_downloads_as_a_file_the_agents_open(tmp_path: Path) -> None:
+    path = _write(tmp_path / f"x_{HEADERLESS_UUID}.jsonl", _headerless_lines())
+    session = sync_file(path).session
+    name, text = export_branch(session, "h2")
+    branched = SessionManager.from_text(text)
+    assert branched.header["parentSession"] == str(path)
+    assert [e["id"] for e in branched.get_branch()] == ["h1", "h2"] and name.endswith(".jsonl")
+
+
+def test_a_pi_sdk_v4_file_is_refused_with_what_it_is(tmp_path: Path) -> None:
+    path = _write(tmp_path / "lanes.jsonl", ['{"version":4,"lane":"main","seq":1}', *_headerless_lines()])
+    before = path.read_bytes()
+    result = sync_file(path)
+    assert result.status == "failed"
+    assert "version 4 of the pi SDK's session store" in result.error
+    assert "pi 1.6 reads session versions 1 to 3 only" in result.error
+    assert path.read_bytes() == before and not AgentSession.objects.exists()
+
+
+def test_the_session_page_says_the_file_has_no_header_and_is_not_written(client, tmp_path: Path) -> None:
+    session = sync_file(_write(tmp_path / f"x_{HEADERLESS_UUID}.jsonl", _headerless_lines())).session
+    normal = sync_file(copy_fixture(tmp_path, "v3_compaction.jsonl")).session
+    page = client.get(f"/s/{session.session_id}/").content.decode()
+    assert 'class="headerless-note"' in page and "never writes to it" in page
+    assert 'class="headerless-note"' not in client.get(f"/s/{normal.session_id}/").content.decode()
+
+
+def test_a_headerless_branch_streams_the_bytes_it_builds_whole(monkeypatch, tmp_path: Path) -> None:
+    from tests.test_downloads import _deterministic
+    from treeview.services.export import export_branch_lines
+
+    session = sync_file(_write(tmp_path / f"x_{HEADERLESS_UUID}.jsonl", _headerless_lines())).session
+    set_label(session, "h1", "start")
+    fresh = _deterministic(monkeypatch)
+    whole = export_branch(session, "h3")
+    fresh.count = 0
+    name, lines = export_branch_lines(session, "h3")
+    assert (name, "".join(lines)) == whole

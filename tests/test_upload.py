@@ -142,7 +142,7 @@ def test_refused_files_do_not_spoil_large_files_streamed_to_disk(client, tmp_pat
     assert AgentSession.objects.count() == 2
 
 
-def test_headerless_file_fails_with_the_importers_reason(client):
+def test_a_headerless_file_is_imported_with_a_warning(client):
     headerless = SimpleUploadedFile(
         "headerless.jsonl",
         b'{"type":"message","id":"a1","parentId":null,"timestamp":"2026-05-01T10:00:00.000Z"}\n',
@@ -151,8 +151,23 @@ def test_headerless_file_fails_with_the_importers_reason(client):
     html = client.post("/upload/", {"files": [headerless]}).content.decode()
 
     row = result_row(html, "headerless.jsonl")
+    assert "<td>failed</td>" not in row
+    session = AgentSession.objects.get()
+    assert session.header_raw == "" and session.entry_count == 1
+    assert "no session header" in session.warnings[0]["message"]
+
+
+def test_a_pi_sdk_v4_file_fails_with_a_clear_reason(client):
+    v4 = SimpleUploadedFile("lanes.jsonl", b'{"version":4,"lane":"main","seq":1}\n')
+
+    html = client.post("/upload/", {"files": [v4]}).content.decode()
+
+    row = result_row(html, "lanes.jsonl")
     assert "<td>failed</td>" in row
-    assert "not a session file" in row
+    assert (
+        "version 4 of the pi SDK&#x27;s session store" in row
+        or "version 4 of the pi SDK's session store" in row
+    )
     assert not AgentSession.objects.exists()
 
 

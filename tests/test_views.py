@@ -147,8 +147,8 @@ def test_out_of_range_or_malformed_page_numbers_do_not_fail(client):
 
 
 def test_import_issues_are_listed_with_their_reason(client, tmp_path):
-    broken = tmp_path / "headerless.jsonl"
-    broken.write_text('{"type":"message","id":"x","parentId":null}\n')
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("not json at all\n")
     sync_file(broken)
 
     html = client.get("/").content.decode()

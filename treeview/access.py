@@ -208,6 +208,17 @@ def may_invite(user: Any) -> bool:
     return bool(user.is_staff or user.is_superuser or invite_teams(user).exists())
 
 
+def may_invite_into(user: Any, team: Team | None) -> bool:
+    """May ``user`` make an invite into ``team`` (``None``: into no team) now? Staff anywhere; a team admin
+    into their teams only. Asked again when the invite is used: an invite lives only while its maker could
+    still make it (demoted, removed from the team, deactivated or deleted: its invites open nothing)."""
+    if user is None or not (user.is_authenticated and user.is_active):
+        return False
+    if user.is_staff or user.is_superuser:
+        return True
+    return team is not None and administers(user, team)
+
+
 def visible_teams(user: Any) -> QuerySet[Team]:
     """The teams ``user`` sees on the Teams page: their own (everything for who sees everything)."""
     if sees_everything(user):

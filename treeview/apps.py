@@ -12,7 +12,7 @@ class TreeviewConfig(AppConfig):
 
         from treeview import daphne_flow
         from treeview.extensions import check_extensions
-        from treeview.models import Membership
+        from treeview.models import Membership, SessionGrant
         from treeview.search import ensure_index_after_migrate
         from treeview.services import share
         from treeview.services.visibility import membership_changed
@@ -24,12 +24,14 @@ class TreeviewConfig(AppConfig):
         # Open session sockets check their user again when a team's members change.
         post_save.connect(membership_changed, sender=Membership, dispatch_uid="arbor-membership-saved")
         post_delete.connect(membership_changed, sender=Membership, dispatch_uid="arbor-membership-deleted")
-        # Share links die with their creator's access: deactivated or deleted accounts, a team left.
+        # Share links die with their creator's right to make them: deactivated or deleted accounts, a team
+        # left, "can write" taken back (and whatever else, when served: treeview/services/share.py).
         user_model = get_user_model()
         post_save.connect(share.user_saved, sender=user_model, dispatch_uid="arbor-share-user-saved")
         pre_delete.connect(share.user_deleted, sender=user_model, dispatch_uid="arbor-share-user-deleted")
         post_delete.connect(
             share.membership_removed, sender=Membership, dispatch_uid="arbor-share-membership"
         )
+        post_delete.connect(share.grant_removed, sender=SessionGrant, dispatch_uid="arbor-share-grant")
         # Streamed downloads at the client's pace, cut off visibly when they fail (treeview/daphne_flow.py).
         daphne_flow.install()

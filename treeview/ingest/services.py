@@ -24,7 +24,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from treeview.ingest.models import IngestSource, PushDefaults
-from treeview.models import AgentSession, ImportIssue
+from treeview.models import AgentSession, ImportIssue, Membership
 from treeview.services import sync
 from treeview.services.sync import SyncResult, sync_file
 from treeview.session.jsonl import is_title_slot
@@ -495,12 +495,16 @@ def _upload_source(owner: Any, stem: str, header_id: str, upload_dir: Path) -> I
 
 
 def default_visibility(user: Any) -> tuple[str, Any]:
-    """(visibility, team or None) for a session ``user`` pushes or uploads: their setting, else private."""
+    """(visibility, team or None) for a session ``user`` pushes or uploads: their setting, else private. The
+    team of a ``teams`` setting counts only while ``user`` is still one of its members (the setting was made
+    when they were): a team they left gets none of their new sessions, which stay private instead."""
     defaults = PushDefaults.objects.filter(user=user).select_related("team").first()
     if defaults is None:
         return AgentSession.Visibility.PRIVATE, None
     team = defaults.team if defaults.visibility == AgentSession.Visibility.TEAMS else None
-    if defaults.visibility == AgentSession.Visibility.TEAMS and team is None:
+    if defaults.visibility == AgentSession.Visibility.TEAMS and (
+        team is None or not Membership.objects.filter(team=team, user=user.pk).exists()
+    ):
         return AgentSession.Visibility.PRIVATE, None
     return defaults.visibility, team
 

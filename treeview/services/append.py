@@ -108,6 +108,10 @@ def _write_back(session: AgentSession, raw: str) -> bool:
     if not settings.ARBOR_WRITE_BACK or not session.source_path or is_archive(session.source_path):
         # (an archived session is never written: what Arbor adds to it stays in Arbor)
         return False
+    if not session.header_raw:
+        # A file without a session header (treeview/session/headerless.py): the agents do not open it, and
+        # appending to it would not change that. What Arbor adds stays in Arbor, as for an archive.
+        return False
     path = session.source_path
     if session.format_version < 3:
         raise WriteBackRefused(

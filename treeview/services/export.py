@@ -6,11 +6,20 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from treeview.models import AgentSession, Entry
-from treeview.session.jsonl import loads
+from treeview.session.headerless import synthesized_header
+from treeview.session.jsonl import dumps, loads
 from treeview.session.migrations import CURRENT_SESSION_VERSION, stable_id_maker
 from treeview.session.session_manager import EntryNotFound, SessionManager, session_file_name
 
-__all__ = ["export_branch", "export_branch_lines", "export_lines", "export_text", "load_manager"]
+__all__ = [
+    "export_branch",
+    "export_branch_lines",
+    "export_lines",
+    "export_text",
+    "header_line",
+    "is_headerless",
+    "load_manager",
+]
 
 # Rows per query: a stalled download holds one batch (and one chunk) at most.
 _BATCH = 200
@@ -60,7 +69,10 @@ def load_manager(session: AgentSession) -> SessionManager:
     data = export_text(session).encode("utf-8", errors="surrogatepass")
     # Read by the rules of the agent that wrote it, detected from the content (as the core does for a file).
     manager = SessionManager.from_bytes(
-        data, path=session.source_path or None, make_id=stable_id_maker(session.session_id)
+        data,
+        path=session.source_path or None,
+        make_id=stable_id_maker(session.session_id),
+        headerless_id=session.session_id if is_headerless(session) else None,
     )
     if session.leaf_id is None:
         manager.reset_leaf()
@@ -87,10 +99,24 @@ def _parsed(raw: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def is_headerless(session: AgentSession) -> bool:
+    """Was the session read from a file without a session header (treeview/session/headerless.py)? Its
+    header was made up then, and the file holds none: ``header_raw`` is empty."""
+    return not session.header_raw
+
+
+def header_line(session: AgentSession) -> str:
+    """The session's header as the file has it, or, for a header-less file, the one it was read with (the
+    same id, time and unknown working directory: what a new file of this session starts with)."""
+    if not is_headerless(session):
+        return session.header_raw
+    return dumps(synthesized_header(session.session_id, {"timestamp": session.created_at}))
+
+
 def _streamable_header(session: AgentSession) -> dict[str, Any] | None:
     """The header, when the file is read as it is written (version 3 or later: no migration rewrites its
     entries); ``None`` otherwise."""
-    header = _parsed(session.header_raw)
+    header = _parsed(header_line(session))
     if header is None or header.get("type") != "session":
         return None
     version = header.get("version", 1)

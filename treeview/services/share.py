@@ -25,7 +25,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from treeview import explorer
-from treeview.access import can_manage, can_view
+from treeview.access import SHARE_PUBLIC, can, can_manage
 from treeview.models import AgentSession, ShareLink, SiteSettings, TeamSecret
 from treeview.redaction import Hit, Redactor, redaction_record
 from treeview.session.jsonl import dumps, loads
@@ -312,11 +312,12 @@ def create_link(
 ) -> tuple[ShareLink, str]:
     """A new link to the branch root → ``leaf_id`` and its token (shown once: only its hash is kept).
 
-    Raises :class:`ShareError` when the user may not see the session, sharing is off, the entries are not the
-    session's (or the target is not on the branch), or the expiry, view limit, note or unmasked hits are out
-    of bounds.
+    Raises :class:`ShareError` when the user may not make public links to the session (``SHARE_PUBLIC``:
+    its owner, those the owner lets write, every viewer if ``ARBOR_VIEWER_RIGHTS`` says so), sharing is off,
+    the entries are not the session's (or the target is not on the branch), or the expiry, view limit, note
+    or unmasked hits are out of bounds.
     """
-    if user is None or not can_view(user, session):
+    if user is None or not can(user, session, SHARE_PUBLIC):
         raise ShareError("You cannot share this session.")
     if not sharing_enabled():
         raise ShareError("Public sharing is turned off for this site.")
@@ -406,12 +407,41 @@ def resolve(token: str) -> ShareLink:
     state = link_state(link)
     if state != "active":
         raise ShareRefused(state)
-    creator = link.created_by
-    # A link lives only while its creator could still share it: an account deactivated (even by a bulk
-    # update that sent no signal), or one that no longer sees the session, takes its links with it.
-    if creator is not None and not can_view(creator, link.session):
+    if not creator_may_share(link):
+        _revoke_for_good(link)
         raise ShareRefused("revoked")
     return link
+
+
+def creator_may_share(link: ShareLink) -> bool:
+    """Could the link's creator make it now? A link lives only while they could: decided when it is served,
+    from their current rights, so every way of losing the right takes the link with it, signals or not: an
+    account deactivated (even by a bulk update) or deleted, a session no longer seen (a team left, its
+    visibility changed), "can write" taken back, ``ARBOR_VIEWER_RIGHTS`` no longer giving viewers public
+    links (links viewers made before rights existed included). One or two small queries."""
+    creator = link.created_by
+    if creator is None:
+        # Its account was deleted (the link is revoked then too); single-user mode makes links as "local".
+        return bool(settings.ARBOR_SINGLE_USER)
+    return can(creator, link.session, SHARE_PUBLIC)
+
+
+def _revoke_for_good(link: ShareLink) -> None:
+    """Record a link found dead that way as revoked (by nobody): it does not come back should its creator
+    get the right again, and the Shared links page says so."""
+    if link.revoked_at is None:
+        now = timezone.now()
+        ShareLink.objects.filter(pk=link.pk, revoked_at=None).update(revoked_at=now)
+        link.revoked_at = now
+
+
+def current_state(link: ShareLink) -> str:
+    """:func:`link_state`, with an active link whose creator may no longer make it revoked on the way."""
+    state = link_state(link)
+    if state == "active" and not creator_may_share(link):
+        _revoke_for_good(link)
+        return "revoked"
+    return state
 
 
 def count_view(link: ShareLink) -> ShareLink:
@@ -456,12 +486,15 @@ def revoke(user: Any, link: ShareLink) -> ShareLink:
     return link
 
 
-def revoke_links_of(user: Any, *, only_unseen: bool = False) -> int:
-    """Revoke the active links ``user`` made (``only_unseen``: only those of sessions they no longer see);
-    how many. Called when an account is deactivated or deleted, or leaves a team."""
+def revoke_links_of(user: Any, *, only_unseen: bool = False, session: Any = None) -> int:
+    """Revoke the active links ``user`` made (``only_unseen``: only those they could not make now;
+    ``session``: only that session's); how many. Called when an account is deactivated or deleted, leaves a
+    team, or loses "can write" on a session."""
     links = ShareLink.objects.filter(created_by=user.pk, revoked_at=None).select_related("session")
+    if session is not None:
+        links = links.filter(session=session)
     if only_unseen:
-        pks = [link.pk for link in links if not can_view(user, link.session)]
+        pks = [link.pk for link in links if not can(user, link.session, SHARE_PUBLIC)]
     else:
         pks = list(links.values_list("pk", flat=True))
     now = timezone.now()
@@ -483,10 +516,19 @@ def user_deleted(sender: object, instance: Any, **kwargs: Any) -> None:
 
 
 def membership_removed(sender: object, instance: Any, **kwargs: Any) -> None:
-    """Signal receiver: someone left a team; their links to sessions they no longer see stop working."""
+    """Signal receiver: someone left a team; their links they could not make now stop working for good."""
     user = get_user_model().objects.filter(pk=instance.user_id).first()
     if user is not None:
         revoke_links_of(user, only_unseen=True)
+
+
+def grant_removed(sender: object, instance: Any, **kwargs: Any) -> None:
+    """Signal receiver: "can write" was taken back; the links it let its holder make stop working for good
+    (given again, it does not bring them back). The session's own deletion takes its links anyway."""
+    user = get_user_model().objects.filter(pk=instance.user_id).first()
+    session = AgentSession.objects.filter(pk=instance.session_id).first()
+    if user is not None and session is not None:
+        revoke_links_of(user, only_unseen=True, session=session)
 
 
 def links_for(user: Any) -> Any:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import itertools
 import logging
 import os
 import queue
@@ -37,6 +38,13 @@ from django.db.models import Count, Max, Min, Q, Sum
 from treeview.models import AgentSession, Entry, ImportIssue
 from treeview.services.columns import ENTRY_FIELDS, ToolCalls, entry_facts, entry_values
 from treeview.services.events import publish_session_changed
+from treeview.session.headerless import (
+    headerless_session_id,
+    headerless_warning,
+    is_sdk_v4,
+    sdk_v4_message,
+    synthesized_header,
+)
 from treeview.session.jsonl import (
     CHUNK_SIZE,
     ParseWarning,
@@ -523,7 +531,9 @@ class _Importer:
             self._preload_tool_calls(session)
             migrator = Migrator({"version": 3})
         else:
-            gap, header, header_raw, prefix, slot_raw = self._header(objects)
+            gap, header, header_raw, prefix, slot_raw, first = self._header(objects)
+            if first is not None:
+                objects = itertools.chain([first], objects)  # a header-less file: its first entry
             session = self._session_for(header, header_raw, prefix, slot_raw)
             migrator = Migrator(header, stable_id_maker(session.session_id))
             migrator.migrate(header)
@@ -600,7 +610,10 @@ class _Importer:
 
     def _header(
         self, objects: Iterator[tuple[Any, str | bytes, str, int]]
-    ) -> tuple[str, dict[str, Any], str, str, str]:
+    ) -> tuple[str, dict[str, Any], str, str, str, tuple[Any, str | bytes, str, int] | None]:
+        """(gap, header, its exact text, what precedes it, the title slot's text, None). A file whose first
+        object is an entry is read with a made-up header (treeview/session/headerless.py): its text is "" (the
+        file has none: exports stay byte-exact) and that first object comes last, to be read as an entry."""
         prefix = ""
         slot_raw = ""
         for value, exact, before, line in objects:
@@ -612,11 +625,13 @@ class _Importer:
                 prefix += before + raw
                 continue
             if value.get("type") != "session" or not isinstance(value.get("id"), str):
-                raise SessionFileError(
-                    f"line {line}: not a session file: the first JSON object must be a session header "
-                    '({"type":"session","id":…})'
-                )
-            return "", value, raw, prefix + before, slot_raw
+                if is_sdk_v4(value):
+                    raise SessionFileError(f"line {line}: {sdk_v4_message(value)}")
+                session_id = headerless_session_id(self.source)
+                self.warnings.append(ParseWarning(line, headerless_warning(session_id, value)))
+                header = synthesized_header(session_id, value)
+                return "", header, "", prefix, slot_raw, (value, exact, before, line)
+            return "", value, raw, prefix + before, slot_raw, None
         raise SessionFileError(_no_header_message(self.stat.st_size))
 
     def _session_for(

@@ -574,23 +574,25 @@ def parse_jsonl(text: str) -> tuple[list[dict[str, Any]], list[ParseWarning]]:
     return values, warnings
 
 
-def parse_session_bytes(data: bytes) -> ParsedFile:
+def parse_session_bytes(data: bytes, headerless_id: str | None = None) -> ParsedFile:
     """Read a session file's text leniently (see :func:`iter_jsonl`), splitting off the title slot and header.
 
-    Raises :class:`SessionFileError` when no valid header starts the file.
+    Raises :class:`SessionFileError` when no valid header starts the file, unless ``headerless_id`` is given:
+    then a file whose first object is an entry is read with a header made up with that id (``header_line``
+    None, a warning; treeview/session/headerless.py).
     """
     result = ParsedFile(data=data, size=len(data), incomplete_tail=bool(data) and not data.endswith(b"\n"))
-    return _split_session(result, iter_jsonl(data, result.warnings))
+    return _split_session(result, iter_jsonl(data, result.warnings), headerless_id)
 
 
-def parse_session_file(path: str | os.PathLike[str]) -> ParsedFile:
+def parse_session_file(path: str | os.PathLike[str], headerless_id: str | None = None) -> ParsedFile:
     """Read a session file piece by piece (see :func:`parse_session_bytes`); its text is not kept."""
     result = ParsedFile(path=os.fspath(path))
     with open(path, "rb") as handle:
         stat = os.fstat(handle.fileno())
         result.size, result.mtime_ns = stat.st_size, stat.st_mtime_ns
         chunks = iter(lambda: handle.read(CHUNK_SIZE), b"")
-        _split_session(result, iter_jsonl(_limited(chunks, stat.st_size), result.warnings))
+        _split_session(result, iter_jsonl(_limited(chunks, stat.st_size), result.warnings), headerless_id)
         if result.size:
             handle.seek(result.size - 1)
             result.incomplete_tail = handle.read(1) != b"\n"
@@ -607,7 +609,26 @@ def _limited(chunks: Iterator[bytes], size: int) -> Iterator[bytes]:
         left -= len(chunk)
 
 
-def _split_session(result: ParsedFile, parsed_lines: Iterator[ParsedLine]) -> ParsedFile:
+def _headerless(result: ParsedFile, parsed: ParsedLine, headerless_id: str | None) -> None:
+    """The first object is not a header: read the file with a made-up one when ``headerless_id`` is given
+    (treeview/session/headerless.py), else refuse it."""
+    from .headerless import headerless_warning, is_sdk_v4, sdk_v4_message, synthesized_header
+
+    value, number = parsed.value, parsed.line
+    if is_sdk_v4(value):
+        raise SessionFileError(f"line {number}: {sdk_v4_message(value)}")
+    if headerless_id is None:
+        raise SessionFileError(
+            f"line {number}: not a session file: the first JSON object must be a session header "
+            '({"type":"session","id":…})'
+        )
+    result.header = synthesized_header(headerless_id, value)
+    result.warnings.append(ParseWarning(number, headerless_warning(headerless_id, value)))
+
+
+def _split_session(
+    result: ParsedFile, parsed_lines: Iterator[ParsedLine], headerless_id: str | None = None
+) -> ParsedFile:
     entries = result.entries
     first_object = True
     for parsed in parsed_lines:
@@ -619,12 +640,10 @@ def _split_session(result: ParsedFile, parsed_lines: Iterator[ParsedLine]) -> Pa
                 first_object = True
                 continue
             if value.get("type") != "session" or not isinstance(value.get("id"), str):
-                raise SessionFileError(
-                    f"line {number}: not a session file: the first JSON object must be a session header "
-                    '({"type":"session","id":…})'
-                )
-            result.header, result.header_line = value, parsed
-            continue
+                _headerless(result, parsed, headerless_id)
+            else:
+                result.header, result.header_line = value, parsed
+                continue
         entries.append(parsed)
     if result.header is None:
         empty = not result.warnings and not result.size

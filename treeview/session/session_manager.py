@@ -22,6 +22,7 @@ from .agents import Agent, AgentDecision, check_agent, detect_agent
 from .context import SessionContext, context_for_path
 from .context_latest import omp_context_for_path, pi_context_for_path
 from .entries import base_entry, branch_summary_entry, defined, label_entry
+from .headerless import headerless_session_id
 from .ids import generate_id, iso_now, new_session_id
 from .jsonl import (
     UNDEFINED,
@@ -170,11 +171,15 @@ class SessionManager:
     ) -> SessionManager:
         """Load a session file. ``persist=True`` appends new entries to it (only while it is unchanged).
 
-        ``agent`` picks whose rules apply (default: detected from the file).
+        ``agent`` picks whose rules apply (default: detected from the file). A file whose first object is not
+        a header is read with a made-up one (its id from the file's name or path; a warning) and never
+        appended to: the agents do not open it (treeview/session/headerless.py).
         """
         file_path = Path(path).resolve()
         with _gc_paused():
-            parsed = parse_session_file(file_path)
+            parsed = parse_session_file(file_path, headerless_session_id(file_path))
+            if parsed.header_line is None:
+                persist = False
             manager = cls(persist=persist, agent=agent)
             manager._load(parsed, str(file_path))
         manager._file_size = parsed.size
@@ -194,16 +199,20 @@ class SessionManager:
         persist: bool = False,
         make_id: IdMaker | None = None,
         agent: Agent | None = None,
+        headerless_id: str | None = None,
     ) -> SessionManager:
-        """Load a session from a file's bytes. Raises ``SessionFileError`` when there is no valid header."""
+        """Load a session from a file's bytes. Raises ``SessionFileError`` when there is no valid header,
+        unless ``headerless_id`` is given (the id of a header-less file, treeview/session/headerless.py)."""
         with _gc_paused():
-            parsed = parse_session_bytes(data)
+            parsed = parse_session_bytes(data, headerless_id)
+            if parsed.header_line is None:
+                persist = False
             manager = cls(persist=persist, agent=agent)
             manager._load(parsed, path, make_id)
         return manager
 
     def _load(self, parsed: ParsedFile, path: str | None, make_id: IdMaker | None = None) -> None:
-        assert parsed.header is not None and parsed.header_line is not None
+        assert parsed.header is not None  # (no header line: a header-less file, read with a made-up one)
         self._source = parsed
         self.session_file = path
         self.session_dir = str(Path(path).parent) if path else None

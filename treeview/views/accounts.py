@@ -26,7 +26,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from treeview.access import can_manage, invite_teams, may_invite
+from treeview.access import can_manage, invite_teams, may_invite, may_invite_into
 from treeview.models import AgentSession, Invite, Membership, Team
 from treeview.services.visibility import set_visibility
 from treeview.views.common import htmx_target, session_or_404
@@ -62,12 +62,15 @@ def _usable_invite(token: str, *, lock: bool = False) -> Invite | None:
     if not token or len(token) > 200:
         return None
     digest = token_hash(token)
-    invites = Invite.objects.select_for_update() if lock else Invite.objects.all()
+    invites = Invite.objects.select_related("created_by", "team")
+    invites = invites.select_for_update(of=("self",)) if lock else invites
     invite = invites.filter(token_hash=digest).first()
     if invite is None or not hmac.compare_digest(invite.token_hash, digest):
         return None
     if invite.used_at is not None or invite.expires_at <= timezone.now():
         return None
+    if not settings.ARBOR_SINGLE_USER and not may_invite_into(invite.created_by, invite.team):
+        return None  # its maker could not make it now (treeview/access.py)
     return invite
 
 

@@ -26,6 +26,7 @@ from treeview.redaction import Hit, mask_for
 from treeview.render import build_tool_call_map, render_entry
 from treeview.render.transcript import transcript_pieces
 from treeview.services import share, share_scan
+from treeview.services.export import header_line
 from treeview.session.jsonl import dumps, loads
 from treeview.session.selector import FILTER_MODES
 from treeview.views.common import htmx_target, refusal, session_or_404
@@ -316,7 +317,7 @@ def share_jsonl(request: HttpRequest, token: str) -> HttpResponse:
         link = _open(token)
     except share.ShareRefused as refusal:
         return _refused(request, refusal)
-    header_raw = link.session.header_raw
+    header_raw = header_line(link.session)  # (a header-less file's made-up header: the download opens)
     try:
         header = loads(header_raw)
     except ValueError:
@@ -388,7 +389,7 @@ def _links_context(request: HttpRequest) -> dict[str, Any]:
                 "link": link,
                 "title": titles.get(link.session_id),
                 "branch": branches.get((link.session_id, link.leaf_id), ""),
-                "state": share.link_state(link),
+                "state": share.current_state(link),
                 "can_revoke": share.may_revoke(user, link),
             }
             for link in links

@@ -11,7 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from treeview.models import AgentSession
-from treeview.services.export import export_branch, export_lines
+from treeview.services.export import export_branch_lines, export_lines
 from treeview.session.session_manager import EntryNotFound
 
 
@@ -52,10 +52,10 @@ class Command(BaseCommand):
         chunks: Iterable[str]
         if options["branch"]:
             try:
-                name, text = export_branch(session, options["branch"])
+                # written as it is read, like the web download: the branch is never held whole
+                name, chunks = export_branch_lines(session, options["branch"])
             except EntryNotFound:
                 raise CommandError(f"session {session_id} has no entry {options['branch']!r}") from None
-            chunks = [text]
         else:
             name = Path(session.source_path).name if session.source_path else f"{session_id}.jsonl"
             chunks = export_lines(session)
