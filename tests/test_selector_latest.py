@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from treeview.session import selector as sel
-from treeview.session.fuzzy import fuzzy_matches, normalize_for_search
+from treeview.session.fuzzy import FuzzyQuery, fuzzy_matches, normalize_for_search
 from treeview.session.session_manager import SessionManager
 
 HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-05-01T10:00:00.000Z", "cwd": "/p"}
@@ -55,6 +57,18 @@ def test_normalization_splits_camel_case_and_punctuation() -> None:
 )
 def test_fuzzy_match(query: str, text: str, matches: bool) -> None:
     assert fuzzy_matches(query, text) is matches
+    assert FuzzyQuery(query).matches(text) is matches
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.text(alphabet="abcrsetpxAB CDE01 9_-./éÉ\u0301", max_size=40),
+    st.text(alphabet="abcrs01 tpxe-", max_size=8),
+)
+def test_the_compiled_fuzzy_query_answers_as_the_matcher(text: str, query: str) -> None:
+    """The web tree's matcher (one query against many rows, mostly decided by regular expressions) gives
+    oh-my-pi's matcher's answer on any text."""
+    assert FuzzyQuery(query).matches(text) is fuzzy_matches(query, text)
 
 
 def test_omp_hides_bookkeeping_rows_except_in_all_and_searches_them() -> None:

@@ -14,7 +14,7 @@ from typing import Any, Final, Literal, cast
 
 from treeview.session import js
 from treeview.session.agents import Agent, check_agent
-from treeview.session.fuzzy import fuzzy_matches
+from treeview.session.fuzzy import FuzzyQuery, normalize_fast
 from treeview.session.selector import FilterMode, FlatNode, filter_tag
 from treeview.tree_index import (
     HIDDEN_ASSISTANT,
@@ -81,6 +81,18 @@ def _keep(
     return [i for i, n in enumerate(flat, start) if not n.node.flags & hide]
 
 
+def _normalized_texts(forest: Forest | None) -> dict[Any, tuple[str, str | None, str]]:
+    """Node id -> (text, label, the haystack normalized) for oh-my-pi's fuzzy search, kept on the forest (a
+    reload makes a new forest, and a new label or text a new entry)."""
+    if forest is None:
+        return {}
+    cache: dict[Any, tuple[str, str | None, str]] | None = getattr(forest, "fuzzy_texts", None)
+    if cache is None:
+        cache = {}
+        forest.fuzzy_texts = cache  # type: ignore[attr-defined]
+    return cache
+
+
 def filter_positions(
     nodes: Sequence[FlatNode],
     leaf: int | None,
@@ -125,6 +137,9 @@ def filter_positions(
             ]
         return positions
     search = texts.search
+    matchers = [FuzzyQuery(token) for token in tokens]  # each query read once, not once per node
+    # Each row's text as the matcher reads it, kept with the forest for the next search (most of the time).
+    normalized = _normalized_texts(forest)
     kept = []
     for i in positions:
         flat_node = nodes[i]
@@ -143,8 +158,13 @@ def filter_positions(
                 role = message.get("role")
                 if isinstance(role, str) and role != (lowered := role.lower()) and text.startswith(lowered):
                     text = role + text[len(role) :]
-            haystack = f"{label} {text}" if label else text
-            if all(fuzzy_matches(token, haystack) for token in tokens):
+            known = normalized.get(flat_node.id)
+            if known is not None and known[0] == text and known[1] == label:
+                folded = known[2]
+            else:
+                folded = normalize_fast(f"{label} {text}" if label else text)
+                normalized[flat_node.id] = (text, label, folded)
+            if all(matcher.matches_normalized(folded) for matcher in matchers):
                 kept.append(i)
         else:
             haystack = f"{label.lower()} {text}" if label else text
