@@ -81,18 +81,6 @@ def _keep(
     return [i for i, n in enumerate(flat, start) if not n.node.flags & hide]
 
 
-def _normalized_texts(forest: Forest | None) -> dict[Any, tuple[str, str | None, str]]:
-    """Node id -> (text, label, the haystack normalized) for oh-my-pi's fuzzy search, kept on the forest (a
-    reload makes a new forest, and a new label or text a new entry)."""
-    if forest is None:
-        return {}
-    cache: dict[Any, tuple[str, str | None, str]] | None = getattr(forest, "fuzzy_texts", None)
-    if cache is None:
-        cache = {}
-        forest.fuzzy_texts = cache  # type: ignore[attr-defined]
-    return cache
-
-
 def filter_positions(
     nodes: Sequence[FlatNode],
     leaf: int | None,
@@ -139,7 +127,7 @@ def filter_positions(
     search = texts.search
     matchers = [FuzzyQuery(token) for token in tokens]  # each query read once, not once per node
     # Each row's text as the matcher reads it, kept with the forest for the next search (most of the time).
-    normalized = _normalized_texts(forest)
+    normalized = forest.fuzzy_texts if forest is not None else {}
     kept = []
     for i in positions:
         flat_node = nodes[i]

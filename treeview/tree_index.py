@@ -308,6 +308,9 @@ class Forest:
         # Per rule set, what it reads differently from the stored columns (made on first use, see
         # agent_texts); replaced, never changed in place, and dropped when rows it depends on arrive.
         self._agent_texts: dict[str, AgentTexts] = {}
+        # Node id -> (text, label, normalized haystack) for oh-my-pi's fuzzy search (treeview/tree_filter.py);
+        # an entry whose text or label changed is made again there.
+        self.fuzzy_texts: dict[Any, tuple[str, str | None, str]] = {}
 
     @classmethod
     def load(cls, session: AgentSession) -> Forest:

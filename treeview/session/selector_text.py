@@ -71,6 +71,25 @@ def _field(obj: Mapping[str, Any], key: str, default: str | None = None) -> str:
     return js.to_string(value)
 
 
+def read_range(fields: Mapping[str, Any]) -> str:
+    """A read call's ``:start-end`` line range as the agents draw it ("" without offset and limit)."""
+    offset = fields.get("offset", UNDEFINED)
+    limit = fields.get("limit", UNDEFINED)
+    if offset is UNDEFINED and limit is UNDEFINED:
+        return ""
+    start: Any = 1 if js.is_nullish(offset) else offset
+    end: Any = ""
+    if limit is not UNDEFINED:
+        if isinstance(start, str) or isinstance(limit, str):
+            # JavaScript's "+" concatenates when either side is a string.
+            end = js.to_number(js.to_string(start) + js.to_string(limit)) - 1
+        else:
+            end = js.to_number(start) + js.to_number(limit) - 1
+        if isinstance(end, float) and end.is_integer() and abs(end) < 2**53:
+            end = int(end)
+    return f":{js.to_string(start)}" + (f"-{js.to_string(end)}" if js.truthy(end) else "")
+
+
 def _format_tool_call(name: Any, args: Any, home: str | None) -> str:
     """The label of a tool result, built from its tool call (v15's ``formatToolCall``)."""
     fields = args if isinstance(args, dict) else {}
@@ -86,21 +105,7 @@ def _format_tool_call(name: Any, args: Any, home: str | None) -> str:
         path = _shorten_path(pick("path", "file_path", default=""), home)
         if name != "read":
             return f"[{name}: {path}]"
-        offset = fields.get("offset", UNDEFINED)
-        limit = fields.get("limit", UNDEFINED)
-        if offset is not UNDEFINED or limit is not UNDEFINED:
-            start: Any = 1 if js.is_nullish(offset) else offset
-            end: Any = ""
-            if limit is not UNDEFINED:
-                if isinstance(start, str) or isinstance(limit, str):
-                    # JavaScript's "+" concatenates when either side is a string.
-                    end = js.to_number(js.to_string(start) + js.to_string(limit)) - 1
-                else:
-                    end = js.to_number(start) + js.to_number(limit) - 1
-                if isinstance(end, float) and end.is_integer() and abs(end) < 2**53:
-                    end = int(end)
-            path += f":{js.to_string(start)}" + (f"-{js.to_string(end)}" if js.truthy(end) else "")
-        return f"[read: {path}]"
+        return f"[read: {path}{read_range(fields)}]"
     if name == "bash":
         raw = pick("command", default="")
         command = js.utf16_slice(_normalize(raw), 50)

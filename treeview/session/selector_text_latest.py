@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from treeview.session import js
 from treeview.session.jsonl import UNDEFINED
+from treeview.session.selector_text import read_range
 
 __all__ = ["omp_display_text", "pi_display_text", "omp_has_text", "format_label_time"]
 
@@ -247,19 +248,7 @@ def _omp_tool_call(name: Any, args: Any, home: str | None) -> str:
     if name in ("read", "write", "edit"):
         path = _shorten(_pick(fields, "path", "file_path", default=""), home)
         if name == "read":
-            offset = fields.get("offset", UNDEFINED)
-            limit = fields.get("limit", UNDEFINED)
-            if offset is not UNDEFINED or limit is not UNDEFINED:
-                start: Any = 1 if js.is_nullish(offset) else offset
-                end: Any = ""
-                if limit is not UNDEFINED:
-                    if isinstance(start, str) or isinstance(limit, str):
-                        end = js.to_number(js.to_string(start) + js.to_string(limit)) - 1
-                    else:
-                        end = js.to_number(start) + js.to_number(limit) - 1
-                    if isinstance(end, float) and end.is_integer() and abs(end) < 2**53:
-                        end = int(end)
-                path += f":{js.to_string(start)}" + (f"-{js.to_string(end)}" if js.truthy(end) else "")
+            path += read_range(fields)
         return f"[{name}: {path}]"
     if name == "bash":
         return _bash_call(fields)
