@@ -14,6 +14,7 @@ from django.template.loader import render_to_string
 from django.test import Client
 
 from tests.reference import DATA
+from tests.reference_latest import LatestCase, all_latest_cases, fixture_bytes, open_latest
 from tests.test_access import HTMX, SID, World, _world
 from tests.test_render import PNG_1X1, assistant, audit, call_block, entry, page, tool_call
 from tests.test_session_page import ROW
@@ -83,15 +84,52 @@ def test_the_web_tree_shows_the_rows_the_core_shows_by_the_sessions_agent(
         for query in QUERIES:
             core = visible_rows(core_flat, mode, query, agent=agent)  # type: ignore[arg-type]
             ours = [make_row(n, tree.flat) for n in tree.visible(mode, query, agent=agent).nodes]
-            # The same rows; their text is the one stored at import (v15's wording), which the newest
-            # selectors word differently for a few tools (pi: "[grep: // in src/parser.ts]").
             assert [r.id for r in ours] == [r.id for r in core], (mode, query)
             v15 = [n.id for n in tree.visible(mode, query, agent="omp15").nodes]
             differs = differs or v15 != [r.id for r in ours]
-            window = explorer.tree_window(tree, mode, query, None, None, agent=agent)
+            window = explorer.tree_window(
+                tree, mode, query, None, 0, count=explorer.TREE_SLICE_MAX, agent=agent
+            )
             assert window.shown == len(core)
+            # The same rows with the same text: the agent's wording, not the one stored at import (v15's).
+            assert [(r.id, r.content) for r in window.rows] == [(r.id, r.content) for r in core], (
+                mode,
+                query,
+            )
     # The fixtures hold what the rules read differently: reading them by v15's rules would not do.
     assert differs
+
+
+def _web_and_core_rows(case: LatestCase, tmp_path: Path) -> tuple[list[Any], list[Any]]:
+    path = tmp_path / f"{case.stem}.jsonl"
+    path.write_bytes(fixture_bytes(case.stem))
+    session = sync_file(path).session
+    assert session is not None
+    if session.rules.agent != case.agent:
+        session.agent_rules = case.agent
+    manager = open_latest(case)
+    core_flat = flatten_tree(manager.get_tree(), manager.leaf_id)
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    core = visible_rows(core_flat, "all", "", agent=case.agent)  # type: ignore[arg-type]
+    rows: list[Any] = []
+    start = 0
+    while True:  # every row, a window at a time as the pages ask for them
+        window = explorer.tree_window(tree, "all", "", None, start, count=100, agent=case.agent)  # type: ignore[arg-type]
+        rows += window.rows
+        if window.end >= window.shown:
+            break
+        start = window.end
+    return [(r.id, r.content) for r in rows], [(r.id, r.content) for r in core]
+
+
+@pytest.mark.parametrize("case", [c for c in all_latest_cases() if c.opens], ids=str)
+def test_the_web_tree_words_each_row_as_the_core_does_for_every_newest_reference(
+    case: LatestCase, tmp_path: Path
+) -> None:
+    """The row text of every row of every fixture the newest agents answered for (by the answering agent's
+    rules), web tree against the core's selector (which agrees with the agents' own rows)."""
+    ours, core = _web_and_core_rows(case, tmp_path)
+    assert ours == core
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ import threading
 import weakref
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar, cast
 
 import orjson
@@ -605,6 +605,10 @@ def tree_window(
         begin = min(start, max(0, len(nodes) - 1))
         end = min(begin + count, len(nodes))
     rows = [make_row(node, flat) for node in nodes[begin:end]]
+    if agent != "omp15" and tree.forest is not None and rows:
+        # The stored row text is v15's wording: each row as the session's agent words it (read once per row).
+        texts = tree.forest.row_texts(agent, [row.id for row in rows])
+        rows = [replace(row, content=texts.get(row.id, row.content)) for row in rows]
     selected = None if index is None else cast("str | None", nodes[index].id)
     return TreeWindow(rows, begin, end, len(nodes), len(flat.nodes), selected, index, mode, view_tag(mode))
 

@@ -2,7 +2,8 @@
 
 No line is parsed again: each node carries the row text, search text and "has text" fact computed once at
 import (``Entry.text``, ``search_text``, ``has_text``), so the core's own flattening, filtering, search and
-selection rules run unchanged on it (``treeview.session.selector``).
+selection rules run unchanged on it (``treeview.session.selector``). The stored row text is v15's wording;
+the newest agents' wording of the rows a page shows is read from their lines once (:meth:`Forest.row_texts`).
 
 A :class:`Forest` is the per-session structure the web pages keep in memory: it is read once (one query over
 the indexed columns, never ``raw``) and then kept current by reading only the rows appended since
@@ -36,6 +37,8 @@ from treeview.session.agents import Agent
 from treeview.session.selector import _HIDDEN_TYPES as HIDDEN_TYPES
 from treeview.session.selector import FilterMode, FlatTree, Row, RowFacts, flatten_tree, visible_rows
 from treeview.session.selector_text import searchable_text
+from treeview.session.selector_text_latest import omp_display_text, pi_display_text
+from treeview.session.selector_tree import register_tool_calls
 from treeview.session.tree import build_forest, sort_children
 
 __all__ = [
@@ -175,6 +178,106 @@ def _load_agent_texts(session_pk: int, stop: int, agent: Agent) -> AgentTexts:
     return AgentTexts(search, frozenset(skill))
 
 
+_ROW_TEXTS = {"omp": omp_display_text, "pi": pi_display_text}
+# Ancestors searched for the assistant turn that made a tool result's call (the parent, or a few results up).
+_CALL_SEARCH_DEPTH = 64
+
+
+def _entries_by_id(
+    session_pk: int, stop: int, ids: Sequence[str], migrate_roles: bool = False
+) -> dict[str, dict[str, Any]]:
+    """The parsed lines of ``ids`` (rows with ``seq < stop``; a later line with the same id wins)."""
+    found: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(ids), 500):
+        rows = (
+            Entry.objects.filter(session_id=session_pk, seq__lt=stop, entry_id__in=ids[start : start + 500])
+            .order_by("seq")
+            .values_list("entry_id", "raw")
+        )
+        for entry_id, raw in rows:
+            try:
+                entry = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(entry, dict):
+                if migrate_roles:
+                    _migrate_role(entry)
+                found[entry_id] = entry
+    return found
+
+
+def _migrate_role(entry: dict[str, Any]) -> None:
+    """A stored line of a v1/v2 file as the import read it (``Migrator``: a ``hookMessage`` is ``custom``);
+    the ids it synthesized are the row's columns, which the row texts do not need."""
+    message = entry.get("message")
+    if entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "hookMessage":
+        message["role"] = "custom"
+
+
+def _call_ids(entry: dict[str, Any]) -> str | None:
+    message = entry.get("message") if entry.get("type") == "message" else None
+    if isinstance(message, dict) and message.get("role") == "toolResult":
+        call_id = message.get("toolCallId")
+        if isinstance(call_id, str) and call_id:
+            return call_id
+    return None
+
+
+def _load_row_texts(forest: Forest, agent: Agent, ids: Sequence[str]) -> dict[str, str]:
+    """The row texts of ``ids`` by ``agent``'s wording, from their lines; a tool result is worded by its call,
+    found in the assistant turns above it (else in any assistant line that names the call's id)."""
+    legacy = forest.format_version < 3
+    entries = _entries_by_id(forest.session_pk, forest.next_seq, ids, legacy)
+    wanted = {call_id for entry in entries.values() if (call_id := _call_ids(entry)) is not None}
+    calls: dict[str, tuple[Any, Any]] = {}
+    if wanted:
+        above: list[str] = []
+        seen: set[str] = set()
+        for entry_id, entry in entries.items():
+            if _call_ids(entry) is None:
+                continue
+            node = forest.nodes.get(entry_id)
+            for _ in range(_CALL_SEARCH_DEPTH):
+                parent = forest.nodes.get(node.entry["parentId"]) if node is not None else None
+                if parent is None or parent is node:
+                    break
+                node = parent
+                parent_id = node.entry["id"]
+                if parent_id in seen:
+                    break
+                seen.add(parent_id)
+                message = node.entry.get("message")
+                if message is not None and message.get("role") == "assistant":
+                    above.append(parent_id)
+                    break
+        for entry in _entries_by_id(forest.session_pk, forest.next_seq, above).values():
+            register_tool_calls(entry, calls)
+        for call_id in wanted - calls.keys():
+            rows = Entry.objects.filter(
+                session_id=forest.session_pk,
+                seq__lt=forest.next_seq,
+                type="message",
+                role="assistant",
+                raw__contains=call_id,
+            ).order_by("seq")
+            for raw in rows.values_list("raw", flat=True):
+                try:
+                    entry = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(entry, dict):
+                    register_tool_calls(entry, calls)
+    words = _ROW_TEXTS[agent]
+    texts: dict[str, str] = {}
+    for entry_id in ids:
+        entry = entries.get(entry_id)
+        if entry is not None:
+            texts[entry_id] = words(entry, calls)
+        elif (node := forest.nodes.get(entry_id)) is not None:
+            texts[entry_id] = node.facts.text
+    return texts
+
+
 _gc_lock = threading.Lock()
 _gc_pauses = 0
 
@@ -294,6 +397,8 @@ class Forest:
 
     def __init__(self, session_pk: int) -> None:
         self.session_pk = session_pk
+        # The version the file was written in: lines of older ones are read as the import migrated them.
+        self.format_version = 3
         self.nodes: dict[str, DbNode] = {}
         self.roots: list[DbNode] = []
         self.labels: dict[str, str] = {}
@@ -308,6 +413,9 @@ class Forest:
         # Per rule set, what it reads differently from the stored columns (made on first use, see
         # agent_texts); replaced, never changed in place, and dropped when rows it depends on arrive.
         self._agent_texts: dict[str, AgentTexts] = {}
+        # Per rule set, the row text of each entry read so far by that set's wording (row_texts); a row's
+        # text never changes while the forest holds it (a replaced row makes the forest load again).
+        self._row_texts: dict[str, dict[str, str]] = {}
         # Node id -> (text, label, normalized haystack) for oh-my-pi's fuzzy search (treeview/tree_filter.py);
         # an entry whose text or label changed is made again there.
         self.fuzzy_texts: dict[Any, tuple[str, str | None, str]] = {}
@@ -317,6 +425,7 @@ class Forest:
         """Read the whole session: from its snapshot (then only the rows added since), else from the table
         (one query over the indexed columns)."""
         forest = cls(session.pk)
+        forest.format_version = session.format_version
         if not forest._restore(session):
             forest.reload(session)
         return forest
@@ -373,6 +482,7 @@ class Forest:
         self.log = []
         self.log_start = self.next_seq
         self._agent_texts = {}
+        self._row_texts = {}
 
     def _restore(self, session: AgentSession) -> bool:
         """Build from the session's snapshot, then bring it up to the session; ``False`` when there is no
@@ -483,6 +593,20 @@ class Forest:
             if self._agent_texts is cached:
                 self._agent_texts = {**cached, agent: found}
         return found
+
+    def row_texts(self, agent: Agent, ids: Sequence[str]) -> dict[str, str]:
+        """The row text (without label) of each of ``ids`` as ``agent``'s selector words it. The stored
+        ``Entry.text`` is v15's wording; for the newest rule sets the lines of the rows asked for (a window
+        of the tree pane) are read once and their texts kept with the forest: no later view reads them."""
+        if agent == "omp15":
+            return {i: node.facts.text for i in ids if (node := self.nodes.get(i)) is not None}
+        known = self._row_texts.get(agent)
+        if known is None:
+            known = self._row_texts.setdefault(agent, {})
+        missing = [i for i in ids if i not in known and i in self.nodes]
+        if missing:
+            known.update(_load_row_texts(self, agent, missing))
+        return {i: known[i] for i in ids if i in known}
 
     def appended_since(self, seq: int) -> list[DbNode] | None:
         """The nodes appended with ``seq`` or later (seq order); ``None`` when the log does not reach back."""

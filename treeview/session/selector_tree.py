@@ -17,7 +17,15 @@ from typing import Any, Protocol
 from treeview.session import js
 from treeview.session.jsonl import UNDEFINED
 
-__all__ = ["FlatNode", "FlatTree", "Gutter", "TreeNodeLike", "flat_only_child", "flatten_tree"]
+__all__ = [
+    "FlatNode",
+    "FlatTree",
+    "Gutter",
+    "TreeNodeLike",
+    "flat_only_child",
+    "flatten_tree",
+    "register_tool_calls",
+]
 
 
 class TreeNodeLike(Protocol):
@@ -252,7 +260,7 @@ def flatten_tree(
         emitted.add(key)
         entry = node.entry
         if entry.get("type") == "message":
-            _register_tool_calls(entry, tool_calls)
+            register_tool_calls(entry, tool_calls)
         display_indent = max(0, indent - 1) if multiple_roots else indent
         flat = FlatNode(node, indent, display_indent, show_connector, is_last, is_vrc, gutters, depth)
         append(flat)
@@ -306,7 +314,8 @@ def flat_only_child(parent: FlatNode, node: TreeNodeLike, multiple_roots: bool) 
     return FlatNode(node, indent, display_indent, False, True, False, gutters, depth)
 
 
-def _register_tool_calls(entry: Mapping[str, Any], tool_calls: dict[str, tuple[Any, Any]]) -> None:
+def register_tool_calls(entry: Mapping[str, Any], tool_calls: dict[str, tuple[Any, Any]]) -> None:
+    """An assistant turn's tool calls into ``tool_calls``: they word tool results."""
     if entry.get("type") != "message":
         return
     message = entry.get("message")
