@@ -387,3 +387,84 @@ def test_the_markdown_transcript_names_a_calls_intent() -> None:
     text = transcript([assistant(call), assistant(tool_call("bash", {"command": "pwd"}))], title="T")
     assert '**Tool call: bash** (List the files)\n\n```json\n{\n  "command": "ls"\n}\n```' in text
     assert '**Tool call: bash**\n\n```json\n{\n  "command": "pwd"\n}\n```' in text
+
+
+# -- oh-my-pi's search splits the words of a message's text by case ---------------------------------------
+
+CAMEL_TEXTS = [
+    "please fix parseSessionHeader in the loader",
+    "the HTTPServerError comes from readFileSync",
+    "nothing camel here at all",
+    "toolResult rows and XMLHttpRequest",
+]
+# Acronyms of camelCase words ("psh": parse session header), word starts inside them, plain words and
+# tokens that match nothing.
+CAMEL_QUERIES = ["psh", "rfs", "hse", "xhr", "session header", "server", "loader", "camel", "qqq", "fix psh"]
+
+
+def _camel_session(path: Path) -> None:
+    lines: list[dict[str, Any]] = [
+        {
+            "type": "session",
+            "version": 3,
+            "id": "camel-1",
+            "timestamp": "2026-12-01T10:00:00.000Z",
+            "cwd": "/w",
+        }
+    ]
+    parent = None
+    for number, text in enumerate(CAMEL_TEXTS):
+        for role in ("user", "assistant"):
+            entry_id = f"{role[0]}{number}"
+            content: Any = text if role == "user" else [{"type": "text", "text": f"{text} done"}]
+            message: dict[str, Any] = {"role": role, "content": content}
+            if role == "assistant":
+                message |= {"stopReason": "stop", "provider": "anthropic", "model": "m"}
+            lines.append(
+                {
+                    "type": "message",
+                    "id": entry_id,
+                    "parentId": parent,
+                    "timestamp": f"2026-12-01T10:00:{number:02d}.{len(lines):03d}Z",
+                    "message": message,
+                }
+            )
+            parent = entry_id
+    path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+
+
+def test_the_web_search_splits_camel_case_words_in_message_text_as_the_core_does(tmp_path: Path) -> None:
+    path = tmp_path / "camel.jsonl"
+    _camel_session(path)
+    session = sync_file(path).session
+    assert session is not None
+    session.agent_rules = "omp"
+    manager = SessionManager.open(path, agent="omp")
+    core_flat = flatten_tree(manager.get_tree(), manager.leaf_id)
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    for query in CAMEL_QUERIES:
+        core = [r.id for r in visible_rows(core_flat, "default", query, agent="omp")]
+        ours = [n.id for n in tree.visible("default", query, agent="omp").nodes]
+        assert ours == core, query
+    # The acronyms of camelCase words find their messages (the lowercased stored text alone would not).
+    assert [n.id for n in tree.visible("default", "psh", agent="omp").nodes] == ["u0", "a0"]
+    assert [n.id for n in tree.visible("default", "xhr", agent="omp").nodes] == ["u3", "a3"]
+    # A message appended later is read as written too.
+    with path.open("ab") as handle:
+        handle.write(
+            orjson.dumps(
+                {
+                    "type": "message",
+                    "id": "u9",
+                    "parentId": "a3",
+                    "timestamp": "2026-12-01T10:01:00.000Z",
+                    "message": {"role": "user", "content": "and getUserName please"},
+                }
+            )
+            + b"\n"
+        )
+    session = sync_file(path).session
+    assert session is not None
+    session.agent_rules = "omp"
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    assert [n.id for n in tree.visible("default", "gun", agent="omp").nodes] == ["u9"]

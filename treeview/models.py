@@ -477,6 +477,11 @@ class Entry(models.Model):
     body_text = models.TextField(
         blank=True, default="", help_text="full text for the search across sessions ('': not indexed)"
     )
+    fuzzy_text = models.TextField(
+        blank=True,
+        default="",
+        help_text="message search text as written where oh-my-pi splits words by case ('': none)",
+    )
     has_text = models.BooleanField(default=False, help_text="assistant message with non-blank text")
     stop_reason = models.CharField(max_length=32, blank=True)
     label_target = models.CharField(max_length=64, blank=True)

@@ -125,6 +125,8 @@ def filter_positions(
             ]
         return positions
     search = texts.search
+    # oh-my-pi splits words by case: the messages whose stored (lowercased) text loses that, as written.
+    cased = forest.case_texts() if forest is not None and agent == "omp" else {}
     matchers = [FuzzyQuery(token) for token in tokens]  # each query read once, not once per node
     # Each row's text as the matcher reads it, kept with the forest for the next search (most of the time).
     normalized = forest.fuzzy_texts if forest is not None else {}
@@ -139,10 +141,11 @@ def filter_positions(
         if agent == "omp":
             # oh-my-pi: every token matches "<label> <search text>" fuzzily (selector._omp_haystack). Its
             # matcher splits camelCase words, so a message's role gets its case back ("toolResult": "tool
-            # result"); the rest of a message's stored text is lowercased (its own camelCase words are
-            # matched as one word: the one place the web tree's search may differ from the agent's).
+            # result"), and a message with such words in its text is read as written (``Entry.fuzzy_text``).
             message = node.entry.get("message")
-            if message is not None:
+            if message is not None and (as_written := cased.get(flat_node.id)) is not None:
+                text = as_written
+            elif message is not None:
                 role = message.get("role")
                 if isinstance(role, str) and role != (lowered := role.lower()) and text.startswith(lowered):
                     text = role + text[len(role) :]

@@ -416,6 +416,10 @@ class Forest:
         # Per rule set, the row text of each entry read so far by that set's wording (row_texts); a row's
         # text never changes while the forest holds it (a replaced row makes the forest load again).
         self._row_texts: dict[str, dict[str, str]] = {}
+        # Entry id -> a message's search text as written (``Entry.fuzzy_text``, only where oh-my-pi's search
+        # splits its words by case), as of the rows with seq < _case_seq (case_texts; grown on use).
+        self._case_texts: dict[str, str] = {}
+        self._case_seq = 0
         # Node id -> (text, label, normalized haystack) for oh-my-pi's fuzzy search (treeview/tree_filter.py);
         # an entry whose text or label changed is made again there.
         self.fuzzy_texts: dict[Any, tuple[str, str | None, str]] = {}
@@ -483,6 +487,8 @@ class Forest:
         self.log_start = self.next_seq
         self._agent_texts = {}
         self._row_texts = {}
+        self._case_texts = {}
+        self._case_seq = 0
 
     def _restore(self, session: AgentSession) -> bool:
         """Build from the session's snapshot, then bring it up to the session; ``False`` when there is no
@@ -593,6 +599,23 @@ class Forest:
             if self._agent_texts is cached:
                 self._agent_texts = {**cached, agent: found}
         return found
+
+    def case_texts(self) -> dict[str, str]:
+        """Entry id → the search text as written of the messages whose words oh-my-pi's search splits by case
+        (the stored ``search_text`` is lowercased); read once, then only the rows appended since."""
+        stop = self.next_seq
+        if self._case_seq < stop:
+            rows = (
+                Entry.objects.filter(session_id=self.session_pk, seq__gte=self._case_seq, seq__lt=stop)
+                .exclude(fuzzy_text="")
+                .order_by("seq")
+                .values_list("entry_id", "fuzzy_text")
+            )
+            found = dict(rows)
+            if found:
+                self._case_texts = {**self._case_texts, **found}
+            self._case_seq = stop
+        return self._case_texts
 
     def row_texts(self, agent: Agent, ids: Sequence[str]) -> dict[str, str]:
         """The row text (without label) of each of ``ids`` as ``agent``'s selector words it. The stored

@@ -14,10 +14,19 @@ from operator import attrgetter
 from typing import Any
 
 from treeview.session.body_text import body_text
+from treeview.session.fuzzy import case_matters
 from treeview.session.ids import parse_timestamp_ms
 from treeview.session.selector_text import display_text, has_text_content, searchable_text
 
-__all__ = ["ENTRY_FIELDS", "EntryFacts", "ToolCalls", "entry_body", "entry_facts", "entry_values"]
+__all__ = [
+    "ENTRY_FIELDS",
+    "EntryFacts",
+    "ToolCalls",
+    "entry_body",
+    "entry_facts",
+    "entry_values",
+    "fuzzy_text",
+]
 
 #: toolCallId → (name, arguments) of the assistant tool calls seen so far (labels tool-result rows).
 ToolCalls = dict[str, tuple[Any, Any]]
@@ -43,6 +52,7 @@ class EntryFacts:
     text: str
     search_text: str
     body_text: str
+    fuzzy_text: str
     has_text: bool
     stop_reason: str
     label_target: str
@@ -69,6 +79,7 @@ ENTRY_FIELDS = (
     "text",
     "search_text",
     "body_text",
+    "fuzzy_text",
     "has_text",
     "stop_reason",
     "label_target",
@@ -114,6 +125,19 @@ def entry_body(entry: Mapping[str, Any], row_text: str) -> str:
     return _storable(body_text(entry, row_text))
 
 
+def fuzzy_text(entry: Mapping[str, Any]) -> str:
+    """The ``fuzzy_text`` column: a message's search text by oh-my-pi's rules as written (``search_text`` is
+    lowercased), kept only where its matcher would split words by case after the role (``toolResult`` is
+    given its case back without it): ``""`` otherwise, as for every other type."""
+    if entry.get("type") != "message":
+        return ""
+    text = searchable_text(_Node(entry), "omp")[:_MAX_TEXT]
+    message = entry.get("message")
+    role = message.get("role") if isinstance(message, dict) else None
+    rest = text[len(role) :] if isinstance(role, str) and text.startswith(role) else text
+    return _storable(text) if case_matters(rest) else ""
+
+
 def entry_facts(entry: Mapping[str, Any], tool_calls: ToolCalls) -> EntryFacts:
     """Everything the views need about one entry. Registers assistant tool calls in ``tool_calls``; a tool
     result consumes its call (so the map only holds calls still waiting for their result)."""
@@ -145,6 +169,7 @@ def entry_facts(entry: Mapping[str, Any], tool_calls: ToolCalls) -> EntryFacts:
         text=_storable(text[:_MAX_TEXT]),
         search_text=_storable(searchable_text(_Node(entry)).lower()[:_MAX_TEXT]),
         body_text=entry_body(entry, text),
+        fuzzy_text=fuzzy_text(entry),
         has_text=role == "assistant" and has_text_content(msg.get("content")),
         stop_reason=msg.get("stopReason") if isinstance(msg.get("stopReason"), str) else "",
         label_target=entry["targetId"] if kind == "label" and isinstance(entry.get("targetId"), str) else "",

@@ -16,7 +16,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Final
 
-__all__ = ["FuzzyQuery", "fuzzy_matches", "normalize_fast", "normalize_for_search"]
+__all__ = ["FuzzyQuery", "case_matters", "fuzzy_matches", "normalize_fast", "normalize_for_search"]
 
 _UPPER_RUN: Final = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _CAMEL: Final = re.compile(r"([a-z0-9])([A-Z])")
@@ -172,6 +172,12 @@ def _gaps() -> re.Pattern[str]:
         previous = code
     ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(previous))}")
     return re.compile(f"(?:[^\\w{''.join(ranges)}]|_)+")
+
+
+def case_matters(value: str) -> bool:
+    """Whether the matcher splits words of ``value`` by case (camelCase, ACRONYMWords): then the normalized
+    text differs from that of ``value.lower()``; otherwise the lowercased text reads the same to it."""
+    return _CAMEL.search(value) is not None or _UPPER_RUN.search(value) is not None
 
 
 def normalize_fast(value: str) -> str:
