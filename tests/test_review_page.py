@@ -195,3 +195,42 @@ def test_copies_of_one_session_are_told_apart_by_file(client: Client, tmp_path: 
 
     assert f'<span class="copy-note muted">backup/{Path(first.source_path).name}</span>' in waiting
     assert f'<span class="copy-note muted">{tmp_path.name}/{Path(first.source_path).name}</span>' in waiting
+
+
+@pytest.mark.django_db
+def test_subagent_transcripts_are_listed_under_the_session_that_spawned_them(
+    client: Client, tmp_path: Path, settings: Any
+) -> None:
+    from tests.subagent_tree import build_tree
+    from treeview.services.sync import sync_paths
+
+    settings.ARBOR_SINGLE_USER = True
+    settings.ARBOR_WRITE_BACK = False
+    build_tree(tmp_path)
+    sync_paths([tmp_path])
+    by_key = {s.agent_key or "session": s for s in AgentSession.objects.all()}
+    anna = by_key["Anna"]
+    review.set_review_status(anna, "b0000004", "needs_changes", None)
+
+    body = client.get("/review/").content.decode()
+    waiting = _section(body, "waiting")
+    # One session of its own: the transcripts are nested in its group, not groups of their own.
+    assert waiting.count('<article class="review-session">') == 1
+    group = waiting[waiting.index('<article class="review-session">') :]
+    assert by_key["session"].display_title in group[: group.index("</h3>")]
+    nested = group[group.index('class="subagent-list review-subagents"') :]
+    for key in ("Anna", "Bob", "__advisor", "Tan-1234"):
+        assert f'data-agent-id="{key}"' in nested, key
+    # Anna.Cy inside Anna's item, with its open branch; Anna's reviewed branch is not waiting.
+    anna_item = nested[nested.index('data-agent-id="Anna"') : nested.index('data-agent-id="Bob"')]
+    cy = by_key["Anna.Cy"]
+    assert 'data-agent-id="Anna.Cy"' in anna_item
+    assert f'href="/s/{cy.session_id}/?leafId=b0000002"' in anna_item
+    assert f"/s/{anna.session_id}/?leafId=b0000004" not in waiting
+
+    # Needs changes: the transcript's branch under its session's title.
+    changes = _section(body, "changes")
+    heading = changes[changes.index("<h3>") : changes.index("</h3>")]
+    assert f'<a class="review-parent" href="/s/{by_key["session"].session_id}/">' in heading
+    assert by_key["session"].display_title in heading and anna.display_title in heading
+    assert f"/s/{anna.session_id}/?leafId=b0000004" in changes

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 from urllib.parse import urlencode
 
@@ -27,6 +27,7 @@ from treeview.session.branches import CONVERSATIONAL_TYPES
 from treeview.session.selector import FilterMode
 from treeview.views.common import copy_note, copy_param, htmx_target, refusal, session_or_404, shared_ids
 from treeview.views.detail import DETAIL_TEMPLATE, PageState, _detail_context
+from treeview.views.subagents import SubagentNode, subagent_trees, top_level
 
 __all__ = ["review_page", "set_review_status"]
 
@@ -139,6 +140,11 @@ class SessionBranches:
     branches: list[BranchLink]
     more: int
     copy: str = ""  # which copy, when the user sees this session id more than once
+    #: The subagent transcripts below it with branches to list (nested, as the session list nests them).
+    subagents: list[SessionBranches] = field(default_factory=list)
+    #: For a subagent transcript listed on its own (its branch in "needs changes"): the session above it.
+    parent: AgentSession | None = None
+    parent_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -189,8 +195,9 @@ def _waiting(user: Any, team: Team | None, offset: int) -> tuple[list[SessionBra
     """Sessions with unreviewed branches from ``offset`` on, newest first, and where the next page starts
     (``None``: no more). Bounded: a request looks at ``WAITING_SCAN`` sessions at most, and at sessions of
     ``WAITING_ENTRIES`` entries in all (at least one): finding a session's branches reads its entries."""
+    # Sessions of their own: a subagent transcript is listed under the session that spawned it.
     candidates = (
-        _waiting_candidates(user, team)
+        top_level(_waiting_candidates(user, team), user)
         .with_first_prompt()
         .defer("header_raw", "prefix_raw", "title_slot_raw", "tail_raw", "pending_raw", "warnings")
     )
@@ -206,38 +213,78 @@ def _waiting(user: Any, team: Team | None, offset: int) -> tuple[list[SessionBra
             entries += chunk[take].entry_count
             take += 1
         chunk = chunk[:take]
-        leaves = review_service.session_leaves(chunk)
+        trees = subagent_trees(chunk, user)
+        below = [node.session for nodes in trees.values() for node in _walk(nodes)]
+        everyone = [*chunk, *below]
+        leaves = review_service.session_leaves(everyone)
         reviewed = set(
-            ReviewStatus.objects.filter(session__in=chunk, status__in=review_service.REVIEWED).values_list(
+            ReviewStatus.objects.filter(session__in=everyone, status__in=review_service.REVIEWED).values_list(
                 "session_id", "leaf_id"
             )
         )
-        shared = shared_ids((s.session_id for s in chunk), user)
+        shared = shared_ids((s.session_id for s in everyone), user)
+
         for session in chunk:
             position += 1
             scanned += 1
-            open_leaves = [
-                leaf for leaf in leaves.get(session.pk, []) if (session.pk, leaf.entry_id) not in reviewed
-            ]
-            if not open_leaves:
+            waiting = _waiting_group(session, trees.get(session.pk, []), leaves, reviewed, shared)
+            if waiting is None:
                 continue
-            branches = [
-                BranchLink(leaf.entry_id, leaf.text, _session_url(session, shared, leafId=leaf.entry_id))
-                for leaf in open_leaves[:BRANCHES_PER_SESSION]
-            ]
-            found.append(
-                SessionBranches(
-                    session,
-                    _session_url(session, shared),
-                    branches,
-                    max(0, len(open_leaves) - BRANCHES_PER_SESSION),
-                    copy_note(session) if session.session_id in shared else "",
-                )
-            )
+            found.append(waiting)
             if len(found) >= WAITING_SESSIONS:
                 break
     more = position if candidates[position : position + 1].exists() else None
     return found, more
+
+
+def _waiting_group(
+    session: AgentSession,
+    nodes: list[SubagentNode],
+    leaves: dict[int, list[review_service.Leaf]],
+    reviewed: set[tuple[int, str]],
+    shared: set[str],
+) -> SessionBranches | None:
+    """The session's open branches with those of its subagent transcripts (``nodes``) nested; ``None`` when
+    nothing waits in any of them."""
+    open_leaves = [leaf for leaf in leaves.get(session.pk, []) if (session.pk, leaf.entry_id) not in reviewed]
+    nested = [
+        found
+        for node in nodes
+        if (found := _waiting_group(node.session, node.children, leaves, reviewed, shared)) is not None
+    ]
+    if not open_leaves and not nested:
+        return None
+    branches = [
+        BranchLink(leaf.entry_id, leaf.text, _session_url(session, shared, leafId=leaf.entry_id))
+        for leaf in open_leaves[:BRANCHES_PER_SESSION]
+    ]
+    return SessionBranches(
+        session,
+        _session_url(session, shared),
+        branches,
+        max(0, len(open_leaves) - BRANCHES_PER_SESSION),
+        copy_note(session) if session.session_id in shared else "",
+        nested,
+    )
+
+
+def _walk(nodes: list[SubagentNode]) -> list[SubagentNode]:
+    """Every node of these subagent trees (each before those below it)."""
+    return [each for node in nodes for each in (node, *_walk(node.children))]
+
+
+def _parents(sessions: list[AgentSession], user: Any) -> dict[int, AgentSession]:
+    """Subagent transcript pk → the session that spawned it, for those whose session ``user`` sees."""
+    wanted = {s.subagent_of_id for s in sessions if s.subagent_of_id is not None}
+    if not wanted:
+        return {}
+    parents = {
+        p.pk: p
+        for p in visible_sessions(user, AgentSession.objects.filter(pk__in=wanted))
+        .with_first_prompt()
+        .only("pk", "session_id", "title")
+    }
+    return {s.pk: parents[s.subagent_of_id] for s in sessions if s.subagent_of_id in parents}
 
 
 def _needs_changes(user: Any, team: Team | None, page: int) -> tuple[list[SessionBranches], bool]:
@@ -259,14 +306,18 @@ def _needs_changes(user: Any, team: Team | None, page: int) -> tuple[list[Sessio
         s.pk: s
         for s in AgentSession.objects.filter(pk__in={r.session_id for r in rows})
         .with_first_prompt()
-        .only("pk", "session_id", "title", "cwd", "last_timestamp")
+        .only(
+            "pk", "session_id", "title", "cwd", "last_timestamp", "agent_key", "subagent_kind", "subagent_of"
+        )
     }
+    # A subagent transcript's branch is shown under the session that spawned it (its title first).
+    parents = _parents(list(by_pk.values()), user)
     # Branches named by words: their last user prompt.
     texts: dict[tuple[int, str], str] = {}
     for pk in by_pk:
         leaf_ids = [r.leaf_id for r in rows if r.session_id == pk]
         texts.update({(pk, leaf): name for leaf, name in review_service.branch_names(pk, leaf_ids).items()})
-    shared = shared_ids((s.session_id for s in by_pk.values()), user)
+    shared = shared_ids((s.session_id for s in [*by_pk.values(), *parents.values()]), user)
     groups: list[SessionBranches] = []
     for row in rows:
         session = by_pk[row.session_id]
@@ -281,7 +332,19 @@ def _needs_changes(user: Any, team: Team | None, page: int) -> tuple[list[Sessio
             groups[-1].branches.append(link)
         else:
             copy = copy_note(session) if session.session_id in shared else ""
-            groups.append(SessionBranches(session, _session_url(session, shared), [link], 0, copy))
+            parent = parents.get(session.pk)
+            parent_url = _session_url(parent, shared) if parent is not None else None
+            groups.append(
+                SessionBranches(
+                    session,
+                    _session_url(session, shared),
+                    [link],
+                    0,
+                    copy,
+                    parent=parent,
+                    parent_url=parent_url,
+                )
+            )
     return groups, more
 
 
