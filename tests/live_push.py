@@ -154,7 +154,10 @@ def live(
 ) -> Iterator[Server]:
     """A migrated server under ``root`` with ``users`` (password "pw"), served by ``workers`` daphnes."""
     env = server_env(root, **{"ARBOR_SINGLE_USER": "0", **extra})
-    server = Server(root, env, [free_port() for _ in range(workers)])
+    # ARBOR_TEST_PORT: the first of the ports to serve on (a helper's own range), else any free ones.
+    first = os.environ.get("ARBOR_TEST_PORT")
+    ports = [int(first) + n for n in range(workers)] if first else [free_port() for _ in range(workers)]
+    server = Server(root, env, ports)
     server.manage("migrate", "-v", "0")
     creates = "; ".join(f"User.objects.create_user({name!r}, password='pw')" for name in users)
     server.shell(f"from django.contrib.auth.models import User; {creates}")

@@ -395,3 +395,35 @@ def test_two_workers_on_postgresql_lose_and_duplicate_nothing(
         assert all(r.returncode == 0 for r in results), [r.stdout + r.stderr for r in results]
         held = assert_mirrors(server, path)
         assert held["stored"] == path.stat().st_size
+
+
+def test_a_file_without_a_session_header_is_pushed_and_read_with_the_same_made_up_header(
+    server: Server, token: str, tmp_path: Path
+) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    # One named by a UUID (the id comes from the name) and one not (from the path on this machine).
+    named = sessions / "2026-05-02T10-00-00-000Z_0199aaaa-bbbb-7ccc-8ddd-eeeeffff0001.jsonl"
+    plain = sessions / "cut-by-hand.jsonl"
+    for path, tag in ((named, "hn"), (plain, "hp")):
+        lines = [_entry(f"{tag}000001", None, "the header was cut off")]
+        lines += [_entry(f"{tag}00000{n}", f"{tag}00000{n - 1}", f"line {n}") for n in range(2, 6)]
+        path.write_text("".join(line + "\n" for line in lines))
+        assert not path.read_text().startswith('{"type":"session"')
+
+    first = push(server.url, token, str(sessions), home=tmp_path)
+
+    assert first.returncode == 0, first.stderr + first.stdout
+    for path in (named, plain):
+        assert _sent(first.stdout)[str(path)] == (path.stat().st_size, 5)
+        # The server's session has the id the local import gives the file, and exports it byte for byte.
+        held = assert_mirrors(server, path)
+        assert held["entry_count"] == 5
+    assert "0199aaaa-bbbb-7ccc-8ddd-eeeeffff0001" in "".join(server.state())
+
+    appended = _grow(plain, 3, "hq")
+    second = push(server.url, token, str(sessions), home=tmp_path)
+
+    assert second.returncode == 0, second.stderr + second.stdout
+    assert _sent(second.stdout)[str(plain)] == (len(appended), 3)
+    assert assert_mirrors(server, plain)["entry_count"] == 8

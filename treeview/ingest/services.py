@@ -232,7 +232,10 @@ def _check_total(source: IngestSource, length: int) -> None:
 def _import(source: IngestSource, owner: Any) -> SyncResult | None:
     """Import the stored file as sync does; the session a first import makes gets ``owner``'s defaults."""
     visibility, team = default_visibility(owner)
-    result = sync_file(source.file, owner=owner, visibility=visibility, within=[])
+    # A header-less file is read with the id the client announced (its file's name or path gives it there).
+    result = sync_file(
+        source.file, owner=owner, visibility=visibility, within=[], headerless_id=source.header_id
+    )
     if result.status == "failed" or result.session is None:
         raise IngestError(422, "not_a_session", f"the server cannot import this file: {result.error}", source)
     session = result.session
@@ -288,7 +291,7 @@ def _place_pushed(source: IngestSource, session: AgentSession) -> None:
 
 def _head_checked(source: IngestSource) -> None:
     with open(source.file, "rb") as handle:
-        head = read_head(handle)
+        head = read_head(handle, headerless_id=source.header_id)
     if head is None:
         raise IngestError(
             422, "no_header", "the first bytes must hold the whole header line (and the title slot, if any)"

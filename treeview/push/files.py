@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from treeview.push.api import Api, ApiError, SourceState
+from treeview.session.headerless import headerless_session_id
 from treeview.session.prefix import BLOCK, BodyHash, read_head
 
 __all__ = ["FileResult", "Pusher", "find_files"]
@@ -91,7 +92,9 @@ class Pusher:
         with handle:
             stat = os.fstat(handle.fileno())
             size = stat.st_size
-            head = read_head(handle)
+            # A file without a session header travels too: the server reads it with the id the import here
+            # would give it (from the file's name or path, treeview/session/headerless.py).
+            head = read_head(handle, headerless_id=headerless_session_id(path.resolve()))
             if head is None:
                 return FileResult(path, "waiting", reason="no complete session header yet")
             known = self._known(path, stat, head.slot_length, handle)

@@ -252,8 +252,13 @@ def sync_file(
     owner: Any = None,
     visibility: str | None = None,
     within: Iterable[str | os.PathLike[str]] | None = None,
+    headerless_id: str | None = None,
 ) -> SyncResult:
     """Bring the database up to date with one session file. Never writes to the file.
+
+    ``headerless_id``: the id a file without a session header is read with (default: from its own name or
+    path, treeview/session/headerless.py); a pushed copy, stored under a name of the server's, keeps the id
+    the client's file gives.
 
     ``owner`` and ``visibility`` apply only to a session this sync creates: no sync ever changes the owner or
     the visibility of a session that exists. A path under one of ``within`` (default: the session
@@ -282,6 +287,7 @@ def sync_file(
             importer = _Importer(source, handle, stat, session, progress)
             importer.owner = new_owner
             importer.visibility = visibility
+            importer.headerless_id = headerless_id
             result = importer.run()
     except EOFError:
         message = "the gzip archive is cut short (truncated): nothing imported from it"
@@ -463,6 +469,8 @@ class _Importer:
         # (id, parentId, line) of every entry read, for the duplicate-id and parent-cycle warnings.
         self.links: list[tuple[Any, Any, int]] = []
         self.first_new_seq = 0
+        # The id a header-less file is read with (None: from its name or path).
+        self.headerless_id: str | None = None
 
     # -- deciding what to read --------------------------------------------------------------------------
 
@@ -627,7 +635,7 @@ class _Importer:
             if value.get("type") != "session" or not isinstance(value.get("id"), str):
                 if is_sdk_v4(value):
                     raise SessionFileError(f"line {line}: {sdk_v4_message(value)}")
-                session_id = headerless_session_id(self.source)
+                session_id = self.headerless_id or headerless_session_id(self.source)
                 self.warnings.append(ParseWarning(line, headerless_warning(session_id, value)))
                 header = synthesized_header(session_id, value)
                 return "", header, "", prefix, slot_raw, (value, exact, before, line)

@@ -17,6 +17,7 @@ from typing import IO
 
 import orjson
 
+from .headerless import is_sdk_v4
 from .jsonl import is_title_slot
 
 __all__ = ["BLOCK", "BodyHash", "FileHead", "body_digest", "read_head"]
@@ -48,9 +49,13 @@ def _line(data: bytes, start: int) -> tuple[bytes, int] | None:
     return None if end < 0 else (data[start : end + 1], end + 1)
 
 
-def read_head(handle: IO[bytes]) -> FileHead | None:
+def read_head(handle: IO[bytes], headerless_id: str | None = None) -> FileHead | None:
     """The title slot and header id of a session file, or None while they are not complete lines yet (or
-    the file does not start like a session file: the import then says why)."""
+    the file does not start like a session file: the import then says why).
+
+    ``headerless_id``: the id of a file whose first object is an entry, not a header (the import reads it
+    with a made-up header of that id, treeview/session/headerless.py); without it such a file gives None.
+    """
     handle.seek(0)
     data = handle.read(HEAD_LIMIT)
     first = _line(data, 0)
@@ -65,10 +70,14 @@ def read_head(handle: IO[bytes]) -> FileHead | None:
         if second is None:
             return None
         value = _object(second[0])
-    session_id = value.get("id") if value is not None else None
-    if value is None or value.get("type") != "session" or not isinstance(session_id, str):
+    if value is None:
         return None
-    return FileHead(slot, session_id)
+    session_id = value.get("id")
+    if value.get("type") == "session" and isinstance(session_id, str):
+        return FileHead(slot, session_id)
+    if headerless_id is not None and value.get("type") != "session" and not is_sdk_v4(value):
+        return FileHead(slot, headerless_id)
+    return None
 
 
 def _object(line: bytes) -> dict[str, object] | None:
