@@ -468,3 +468,30 @@ def test_the_web_search_splits_camel_case_words_in_message_text_as_the_core_does
     session.agent_rules = "omp"
     tree = explorer.explorer_tree(session, session.leaf_id)
     assert [n.id for n in tree.visible("default", "gun", agent="omp").nodes] == ["u9"]
+
+
+def test_the_migration_fills_the_as_written_text_of_stored_messages(tmp_path: Path) -> None:
+    import importlib
+    from types import SimpleNamespace
+
+    from django.apps import apps
+    from django.db import connection
+
+    from treeview.models import Entry
+
+    path = tmp_path / "camel.jsonl"
+    _camel_session(path)
+    session = sync_file(path).session
+    assert session is not None
+    stored = dict(session.entries.exclude(fuzzy_text="").values_list("entry_id", "fuzzy_text"))
+    # Only the messages with camelCase words in their text keep it (not "nothing camel here at all").
+    assert sorted(stored) == ["a0", "a1", "a3", "u0", "u1", "u3"]
+    assert stored["u0"] == "user please fix parseSessionHeader in the loader"
+    with connection.cursor() as cursor:  # as a database from before the column holds them (rows never change)
+        cursor.execute(
+            f"UPDATE {Entry._meta.db_table} SET fuzzy_text = '' WHERE session_id = %s", [session.pk]
+        )
+    assert not session.entries.exclude(fuzzy_text="").exists()
+    migration = importlib.import_module("treeview.migrations.0011_newest_fuzzy_text")
+    migration.fill_fuzzy_text(apps, SimpleNamespace(connection=connection))
+    assert dict(session.entries.exclude(fuzzy_text="").values_list("entry_id", "fuzzy_text")) == stored
