@@ -495,3 +495,46 @@ def test_the_migration_fills_the_as_written_text_of_stored_messages(tmp_path: Pa
     migration = importlib.import_module("treeview.migrations.0011_newest_fuzzy_text")
     migration.fill_fuzzy_text(apps, SimpleNamespace(connection=connection))
     assert dict(session.entries.exclude(fuzzy_text="").values_list("entry_id", "fuzzy_text")) == stored
+
+
+def test_a_tool_result_far_from_its_call_is_worded_by_the_call(tmp_path: Path) -> None:
+    """The core words a tool result by its call wherever the call is in the file; the web tree finds a call
+    that is not above its result too (here on another branch)."""
+
+    def line(entry_id: str, parent: str | None, second: int, message: dict[str, Any]) -> dict[str, Any]:
+        ts = f"2026-12-01T10:00:{second:02d}.000Z"
+        return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": ts, "message": message}
+
+    call = {
+        "type": "toolCall",
+        "id": "call-far",
+        "name": "grep",
+        "arguments": {"pattern": "TODO", "path": "src"},
+    }
+    lines = [
+        {
+            "type": "session",
+            "version": 3,
+            "id": "far-1",
+            "timestamp": "2026-12-01T10:00:00.000Z",
+            "cwd": "/w",
+        },
+        line("u1", None, 1, {"role": "user", "content": "find the todos"}),
+        line("a1", "u1", 2, {"role": "assistant", "content": [call], "stopReason": "toolUse"}),
+        line("a2", "u1", 3, {"role": "assistant", "content": [{"type": "text", "text": "other"}]}),
+        line(
+            "r1", "a2", 4, {"role": "toolResult", "toolCallId": "call-far", "toolName": "grep", "content": []}
+        ),
+    ]
+    path = tmp_path / "far.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(each) + b"\n" for each in lines))
+    session = sync_file(path).session
+    assert session is not None
+    session.agent_rules = "pi"
+    manager = SessionManager.open(path, agent="pi")
+    core_flat = flatten_tree(manager.get_tree(), manager.leaf_id)
+    core = {r.id: r.content for r in visible_rows(core_flat, "all", "", agent="pi")}
+    assert core["r1"] == "[grep: /TODO/ in src]"
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    window = explorer.tree_window(tree, "all", "", None, 0, agent="pi")
+    assert {r.id: r.content for r in window.rows} == core

@@ -31,6 +31,7 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.db import connections, router
+from django.db.models import Q
 
 from treeview.models import AgentSession, Entry
 from treeview.session.agents import Agent
@@ -181,6 +182,8 @@ def _load_agent_texts(session_pk: int, stop: int, agent: Agent) -> AgentTexts:
 _ROW_TEXTS = {"omp": omp_display_text, "pi": pi_display_text}
 # Ancestors searched for the assistant turn that made a tool result's call (the parent, or a few results up).
 _CALL_SEARCH_DEPTH = 64
+# Tool call ids looked up in one query when their call is not above their result.
+_CALL_LOOKUP_BATCH = 50
 
 
 def _entries_by_id(
@@ -189,12 +192,12 @@ def _entries_by_id(
     """The parsed lines of ``ids`` (rows with ``seq < stop``; a later line with the same id wins)."""
     found: dict[str, dict[str, Any]] = {}
     for start in range(0, len(ids), 500):
-        rows = (
-            Entry.objects.filter(session_id=session_pk, seq__lt=stop, entry_id__in=ids[start : start + 500])
-            .order_by("seq")
-            .values_list("entry_id", "raw")
-        )
-        for entry_id, raw in rows:
+        # No ORDER BY (it makes SQLite walk the session in seq order instead of using the (session, entry_id)
+        # index, as explorer._load_entries says): sorted here.
+        rows = Entry.objects.filter(
+            session_id=session_pk, seq__lt=stop, entry_id__in=ids[start : start + 500]
+        ).values_list("seq", "entry_id", "raw")
+        for _, entry_id, raw in sorted(rows):
             try:
                 entry = orjson.loads(raw)
             except orjson.JSONDecodeError:
@@ -252,13 +255,14 @@ def _load_row_texts(forest: Forest, agent: Agent, ids: Sequence[str]) -> dict[st
                     break
         for entry in _entries_by_id(forest.session_pk, forest.next_seq, above).values():
             register_tool_calls(entry, calls)
-        for call_id in wanted - calls.keys():
+        missing = sorted(wanted - calls.keys())
+        for start in range(0, len(missing), _CALL_LOOKUP_BATCH):
+            # Calls not above their results (rare): one pass over the assistant lines for a batch of them.
+            named = Q()
+            for call_id in missing[start : start + _CALL_LOOKUP_BATCH]:
+                named |= Q(raw__contains=call_id)
             rows = Entry.objects.filter(
-                session_id=forest.session_pk,
-                seq__lt=forest.next_seq,
-                type="message",
-                role="assistant",
-                raw__contains=call_id,
+                named, session_id=forest.session_pk, seq__lt=forest.next_seq, type="message", role="assistant"
             ).order_by("seq")
             for raw in rows.values_list("raw", flat=True):
                 try:
