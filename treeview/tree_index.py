@@ -52,6 +52,7 @@ __all__ = [
     "flatten_session",
     "gc_paused",
     "load_forest",
+    "prepare_snapshot",
     "select_rows",
 ]
 
@@ -517,23 +518,39 @@ def _snapshot_path(key: str) -> Path:
     return snapshot_dir() / f"{pk}-{hashlib.blake2b(key.encode(), digest_size=12).hexdigest()}.json"
 
 
+def _write_snapshot(key: str, stop: int, rows: Sequence[Sequence[Any]]) -> None:
+    """Write the snapshot (atomically: readers see the old file or the new one); a failure is only logged."""
+    path = _snapshot_path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = orjson.dumps({"version": SNAPSHOT_VERSION, "key": key, "next_seq": stop, "rows": rows})
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        _prune_snapshots(path)
+    except (OSError, TypeError, orjson.JSONEncodeError):
+        logger.warning("could not save the forest snapshot %s", path, exc_info=True)
+
+
 def _save_snapshot(key: str, stop: int, rows: list[tuple[Any, ...]]) -> None:
-    """Write the snapshot in a thread of its own (the request does not wait); a failure is only logged."""
-
-    def write() -> None:
-        path = _snapshot_path(key)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            data = orjson.dumps({"version": SNAPSHOT_VERSION, "key": key, "next_seq": stop, "rows": rows})
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-            _prune_snapshots(path)
-        except (OSError, TypeError, orjson.JSONEncodeError):
-            logger.warning("could not save the forest snapshot %s", path, exc_info=True)
-
+    """Write the snapshot in a thread of its own (the request does not wait)."""
     # Not a daemon: a process that ends meanwhile finishes writing first.
-    threading.Thread(target=write, name="forest-snapshot").start()
+    threading.Thread(target=_write_snapshot, args=(key, stop, rows), name="forest-snapshot").start()
+
+
+def prepare_snapshot(session: AgentSession, *, rewritten: bool, added: int) -> bool:
+    """After an import: write a big session's snapshot now, so that the first page of it (in any server
+    process) reads that file instead of the table, when the snapshot it may have would not do (a new or
+    rewritten file, or more rows appended than a restore reads from the table). Returns whether it wrote."""
+    if session.next_seq < SNAPSHOT_MIN_ROWS:
+        return False
+    if not rewritten and added <= SNAPSHOT_MIN_ROWS // 4:
+        return False  # the snapshot it has (if any) is brought up to date from the table when it is read
+    stop = session.next_seq
+    with gc_paused():
+        rows = list(_rows(session.pk, 0, stop))
+    _write_snapshot(_snapshot_key(session), stop, rows)
+    return True
 
 
 def _prune_snapshots(kept: Path) -> None:
