@@ -16,11 +16,13 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 from treeview.ingest.asgi import BodyLimit  # noqa: E402
 from treeview.origin import SameOriginValidator  # noqa: E402
 from treeview.routing import websocket_urlpatterns  # noqa: E402
-from treeview.warmup import warm_up  # noqa: E402
+from treeview.warmup import prewarm_sessions, warm_up  # noqa: E402
 
 # Load what the first request would otherwise load: the URLconf with every view, Pygments' lexer table, the
 # templates compiled, the Markdown renderer (treeview/warmup.py).
 warm_up()
+# The most recently opened big sessions read into the explorer's caches, in a thread (ARBOR_PREWARM_SESSIONS).
+prewarm_sessions()
 
 # Django's static handler only while DEBUG is on; the production profile has WhiteNoise (settings.py).
 serve_static = settings.ARBOR_SERVE_STATIC and settings.DEBUG

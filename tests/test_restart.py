@@ -255,3 +255,27 @@ def test_warm_up_compiles_every_template_of_the_site(monkeypatch) -> None:
     site = Path(__file__).resolve().parent.parent / "templates"
     assert sorted(compiled) == sorted(str(p.relative_to(site)) for p in site.rglob("*.html"))
     assert "treeview/session_detail.html" in compiled
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_server_start_reads_the_most_recently_opened_big_session_into_the_caches(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    from treeview import explorer
+
+    sessions = []
+    for seed in (5, 6):
+        path = tmp_path / f"gen-{seed}.jsonl"
+        write_session(path, 60, seed)
+        sessions.append(sync_file(path).session)
+    older, newer = sessions
+    tree_index.Forest.load(older)  # opened last: its snapshot is the most recent
+    explorer.clear_caches()
+    _restart()
+    assert warmup.prewarm_sessions(0) is None
+    thread = warmup.prewarm_sessions(1)
+    assert thread is not None
+    thread.join(60)
+    key = (explorer.session_key(older), older.next_seq, older.entry_count, older.leaf_id)
+    assert explorer._trees.get(key) is not None
+    assert explorer._forests.get(explorer.session_key(newer)) is None  # one session asked for

@@ -22,7 +22,7 @@ import threading
 import time
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -393,6 +393,8 @@ class Forest:
             return False
         if session.next_seq - stop > max(SNAPSHOT_MIN_ROWS // 4, len(rows) // 5):
             return False  # reading the table (and saving a new snapshot) is about as fast
+        with suppress(OSError):
+            os.utime(_snapshot_path(key))  # the most recently opened first (prewarm_sessions, pruning)
         self._build(rows, stop)
         # Only the rows added since are read; a deletion since (a rewritten file) reads everything.
         self.refresh(session)
@@ -551,6 +553,24 @@ def prepare_snapshot(session: AgentSession, *, rewritten: bool, added: int) -> b
         rows = list(_rows(session.pk, 0, stop))
     _write_snapshot(_snapshot_key(session), stop, rows)
     return True
+
+
+def snapshot_sessions(limit: int) -> list[AgentSession]:
+    """Up to ``limit`` sessions of this database whose snapshot fits them, the most recently opened first."""
+    try:
+        files = sorted(snapshot_dir().glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return []
+    found: list[AgentSession] = []
+    for path in files:
+        if len(found) >= limit:
+            break
+        pk = path.name.split("-")[0]
+        session = AgentSession.objects.filter(pk=int(pk)).first() if pk.isdigit() else None
+        # Another database's session of that number, or an older import of it: not worth reading.
+        if session is not None and _snapshot_path(_snapshot_key(session)) == path:
+            found.append(session)
+    return found
 
 
 def _prune_snapshots(kept: Path) -> None:
