@@ -26,8 +26,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["MIN_ROWS", "UNDECIDED_REASON", "StoredDecision", "load", "save"]
 
-#: Sessions with at least this many rows keep their decision on disk (fewer are scanned in milliseconds).
-MIN_ROWS = 5_000
+#: Sessions with at least this many rows keep their decision on disk (as many as keep a forest snapshot).
+MIN_ROWS = 20_000
 
 #: The reason ``detect_agent`` gives when no row decided: rows appended later may still decide.
 UNDECIDED_REASON = "nothing agent-specific"
