@@ -11,9 +11,12 @@ session imported with ``manage.py import_sessions`` (timed), then daphne started
 connection (a bare TCP connect: no HTTP request comes before the page), the session page asked for
 (``/s/<id>/``, timed from sending the request to the last byte: the server's time as ``curl`` sees it),
 then once more (warm). "after import" is the first start after the import; "after restart" each start after
-that. ``--prewarm N`` sets ``ARBOR_PREWARM_SESSIONS`` for daphne (default: the settings' default). Prints
-JSON: every time, medians, the load average before and after. Settings are the defaults (``DEBUG`` on).
-Nothing is written to BENCHMARKS.md.
+that. ``--prewarm N`` sets ``ARBOR_PREWARM_SESSIONS`` for daphne (default: the settings' default).
+``--browser``: the first request is Chromium's instead (Playwright, ``/usr/bin/chromium``, 1440x900): its
+navigation timing (``server``: request start to response start; ``response``: to the last byte; ``dcl``:
+DOMContentLoaded; ``load``: the load event; all from the navigation's start) besides the time seen here.
+Prints JSON: every time, medians, the load average before and after. Settings are the defaults (``DEBUG``
+on). Nothing is written to BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -66,8 +69,31 @@ def _get(url: str) -> tuple[float, int, int]:
     return time.perf_counter() - started, status, len(body)
 
 
-def first_page(env: dict[str, str], session_id: str, log: Path, delay: float) -> dict[str, Any]:
-    """Start daphne, ask for the session page as its first request, then again; stop daphne."""
+NAVIGATION = """() => {
+  const n = performance.getEntriesByType('navigation')[0];
+  return {server: n.responseStart - n.requestStart, response: n.responseEnd, dcl: n.domContentLoadedEventEnd,
+          load: n.loadEventEnd};
+}"""
+
+
+def _browse(browser: Any, url: str) -> dict[str, Any]:
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    try:
+        page = context.new_page()
+        started = time.perf_counter()
+        page.goto(url, wait_until="load", timeout=120_000)
+        seen = time.perf_counter() - started
+        timing = page.evaluate(NAVIGATION)
+    finally:
+        context.close()
+    return {"seen": round(seen, 3), **{key: round(value / 1000, 3) for key, value in timing.items()}}
+
+
+def first_page(
+    env: dict[str, str], session_id: str, log: Path, delay: float, browser: Any = None
+) -> dict[str, Any]:
+    """Start daphne, ask for the session page as its first request (``browser``: Chromium's), then again
+    (warm, without the browser); stop daphne."""
     port = free_port()
     with log.open("ab") as out:
         process = subprocess.Popen(
@@ -82,8 +108,13 @@ def first_page(env: dict[str, str], session_id: str, log: Path, delay: float) ->
             if delay:
                 time.sleep(delay)
             url = f"http://127.0.0.1:{port}/s/{session_id}/"
-            first, status, size = _get(url)
-            warm, _, _ = _get(url)
+            chromium = None
+            if browser is not None:
+                chromium = _browse(browser, url)
+                first, status, size = chromium["seen"], 200, 0
+            else:
+                first, status, size = _get(url)
+            warm, status, size = _get(url)
         finally:
             process.terminate()
             try:
@@ -93,10 +124,15 @@ def first_page(env: dict[str, str], session_id: str, log: Path, delay: float) ->
                 process.wait()
     if status != 200:
         raise RuntimeError(f"the session page answered {status}")
-    return {"start": round(start, 3), "first": round(first, 3), "warm": round(warm, 3), "bytes": size}
+    result = {"start": round(start, 3), "first": round(first, 3), "warm": round(warm, 3), "bytes": size}
+    if chromium is not None:
+        result["chromium"] = chromium
+    return result
 
 
-def run_backend(backend: str, path: Path, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+def run_backend(
+    backend: str, path: Path, args: argparse.Namespace, work: Path, browser: Any = None
+) -> dict[str, Any]:
     with fresh_database(backend) as env:
         env = {**env, "ARBOR_WRITE_BACK": "0", "ARBOR_SESSION_DIRS": str(work / "none")}
         if args.prewarm is not None:
@@ -108,8 +144,8 @@ def run_backend(backend: str, path: Path, args: argparse.Namespace, work: Path) 
         imported = time.perf_counter() - started
         session_id = _session_id(path)
         log = work / f"daphne-{backend}.log"
-        after_import = first_page(env, session_id, log, args.delay)
-        restarts = [first_page(env, session_id, log, args.delay) for _ in range(args.repeat)]
+        after_import = first_page(env, session_id, log, args.delay, browser)
+        restarts = [first_page(env, session_id, log, args.delay, browser) for _ in range(args.repeat)]
     return {
         "import_s": round(imported, 2),
         "after_import": after_import,
@@ -129,13 +165,27 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="restarts timed after the first start")
     parser.add_argument("--prewarm", type=int, default=None, help="ARBOR_PREWARM_SESSIONS for daphne")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds between the start and the request")
+    parser.add_argument("--browser", action="store_true", help="the first request made by Chromium")
     args = parser.parse_args()
     path, _ = ensure_session(args.entries, args.seed)
     work = Path(os.environ.get("TMPDIR", "/tmp")) / f"arbor-restart-bench-{os.getpid()}"
     (work / "none").mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"session": path.name, "load_before": os.getloadavg()[0]}
-    for backend in args.backends:
-        result[backend] = run_backend(backend, path, args, work)
+    if args.browser:
+        from playwright.sync_api import sync_playwright
+
+        from tests.browser import CHROMIUM, CHROMIUM_ARGS
+
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                for backend in args.backends:
+                    result[backend] = run_backend(backend, path, args, work, browser)
+            finally:
+                browser.close()
+    else:
+        for backend in args.backends:
+            result[backend] = run_backend(backend, path, args, work)
     result["load_after"] = os.getloadavg()[0]
     print(json.dumps(result, indent=2))
 
