@@ -12,16 +12,17 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
-from django.urls import resolve  # noqa: E402
 
 from treeview.ingest.asgi import BodyLimit  # noqa: E402
 from treeview.origin import SameOriginValidator  # noqa: E402
-from treeview.render.highlight import lexer_for_filename  # noqa: E402
 from treeview.routing import websocket_urlpatterns  # noqa: E402
+from treeview.warmup import prewarm_sessions, warm_up  # noqa: E402
 
-# Warm what the first request would otherwise load: the URLconf with every view, and Pygments' lexer table.
-resolve("/")
-lexer_for_filename("warm.py")
+# Load what the first request would otherwise load: the URLconf with every view, Pygments' lexer table, the
+# templates compiled, the Markdown renderer (treeview/warmup.py).
+warm_up()
+# The most recently opened big sessions read into the explorer's caches, in a thread (ARBOR_PREWARM_SESSIONS).
+prewarm_sessions()
 
 # Django's static handler only while DEBUG is on; the production profile has WhiteNoise (settings.py).
 serve_static = settings.ARBOR_SERVE_STATIC and settings.DEBUG

@@ -133,6 +133,9 @@ CACHES = env.caches_config()
 # session state and leaf) and rendered entries, dropped least recently used first. A session bigger than this
 # still opens (it is kept alone while it is the latest one asked for).
 ARBOR_TREE_CACHE_MB = env.get_int("ARBOR_TREE_CACHE_MB", 1024, minimum=16)
+# Big sessions a server process reads into those caches when it starts (in a thread, from their snapshots,
+# the most recently opened first), so that the first page after a restart finds them ready; 0: none.
+ARBOR_PREWARM_SESSIONS = env.get_int("ARBOR_PREWARM_SESSIONS", 1, minimum=0)
 
 # Interactive queries (the search across sessions): milliseconds a statement may run before the database stops
 # it and the page says so (treeview/interactive.py); 0: no limit.

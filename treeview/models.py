@@ -291,20 +291,60 @@ class AgentSession(models.Model):
         )
         found = _detected.get(key) if self.pk is not None else None
         if found is None:
-            found = self._detect_rules()
+            from treeview import rules_cache
+
+            stored = self.pk is not None and self.entry_count >= rules_cache.MIN_ROWS
+            found = self._stored_rules() if stored else self._detect_rules()
             if self.pk is not None:
                 _detected.put(key, found)
         return found
 
-    def _detect_rules(self) -> AgentDecision:
+    def _stored_rules(self) -> AgentDecision:
+        """The detection kept on disk (``rules_cache``) when it covers the session's rows; when rows were only
+        appended since, a decision stands (the first deciding row wins) and an undecided one reads only the
+        new rows; anything else (rows deleted, another header) reads every row again. Saved for the next
+        process."""
+        from django.db import connections, router
+
+        from treeview import rules_cache
+
+        database = connections[router.db_for_read(Entry)].settings_dict.get("NAME")
+        stamp = self.imported_at.isoformat() if self.imported_at is not None else ""
+        base = rules_cache.base_key(
+            database, self.pk, stamp, self.session_id, self.header_raw, bool(self.title_slot_raw)
+        )
+        stored = rules_cache.load(self.pk, base)
+        since = 0
+        if stored is not None and stored.next_seq <= self.next_seq:
+            added = 0
+            if stored.next_seq < self.next_seq:
+                added = self.entries.filter(seq__gte=stored.next_seq, seq__lt=self.next_seq).count()
+            if stored.entry_count + added == self.entry_count:  # rows only appended since
+                if added == 0 or stored.decision.reason != rules_cache.UNDECIDED_REASON:
+                    found = stored.decision
+                    if added:
+                        rules_cache.save(
+                            self.pk, base, rules_cache.StoredDecision(found, self.next_seq, self.entry_count)
+                        )
+                    return found
+                since = stored.next_seq
+        found = self._detect_rules(since)
+        rules_cache.save(self.pk, base, rules_cache.StoredDecision(found, self.next_seq, self.entry_count))
+        return found
+
+    def _detect_rules(self, since: int = 0) -> AgentDecision:
+        """Detect from the header and the rows (only those with ``seq >= since`` when every earlier row is
+        known to decide nothing)."""
         try:
             header = orjson.loads(self.header_raw)
         except orjson.JSONDecodeError:
             header = {}
         # Only rows that can decide, in file order: every non-message row and pi's old hookMessage messages.
+        rows = self.entries.filter(in_file=True)
+        if since:
+            rows = rows.filter(seq__gte=since)
         rows = (
-            self.entries.filter(in_file=True)
-            .filter(~Q(type="message") | Q(raw__contains='"hookMessage"'))
+            rows.filter(~Q(type="message") | Q(raw__contains='"hookMessage"'))
             .order_by("seq")
             .values_list("raw", flat=True)
         )

@@ -23,7 +23,7 @@ import threading
 import time
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,7 @@ __all__ = [
     "flatten_session",
     "gc_paused",
     "load_forest",
+    "prepare_snapshot",
     "select_rows",
 ]
 
@@ -512,6 +513,8 @@ class Forest:
             return False
         if session.next_seq - stop > max(SNAPSHOT_MIN_ROWS // 4, len(rows) // 5):
             return False  # reading the table (and saving a new snapshot) is about as fast
+        with suppress(OSError):
+            os.utime(_snapshot_path(key))  # the most recently opened first (prewarm_sessions, pruning)
         self._build(rows, stop)
         # Only the rows added since are read; a deletion since (a rewritten file) reads everything.
         self.refresh(session)
@@ -668,23 +671,57 @@ def _snapshot_path(key: str) -> Path:
     return snapshot_dir() / f"{pk}-{hashlib.blake2b(key.encode(), digest_size=12).hexdigest()}.json"
 
 
+def _write_snapshot(key: str, stop: int, rows: Sequence[Sequence[Any]]) -> None:
+    """Write the snapshot (atomically: readers see the old file or the new one); a failure is only logged."""
+    path = _snapshot_path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = orjson.dumps({"version": SNAPSHOT_VERSION, "key": key, "next_seq": stop, "rows": rows})
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        _prune_snapshots(path)
+    except (OSError, TypeError, orjson.JSONEncodeError):
+        logger.warning("could not save the forest snapshot %s", path, exc_info=True)
+
+
 def _save_snapshot(key: str, stop: int, rows: list[tuple[Any, ...]]) -> None:
-    """Write the snapshot in a thread of its own (the request does not wait); a failure is only logged."""
-
-    def write() -> None:
-        path = _snapshot_path(key)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            data = orjson.dumps({"version": SNAPSHOT_VERSION, "key": key, "next_seq": stop, "rows": rows})
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-            _prune_snapshots(path)
-        except (OSError, TypeError, orjson.JSONEncodeError):
-            logger.warning("could not save the forest snapshot %s", path, exc_info=True)
-
+    """Write the snapshot in a thread of its own (the request does not wait)."""
     # Not a daemon: a process that ends meanwhile finishes writing first.
-    threading.Thread(target=write, name="forest-snapshot").start()
+    threading.Thread(target=_write_snapshot, args=(key, stop, rows), name="forest-snapshot").start()
+
+
+def prepare_snapshot(session: AgentSession, *, rewritten: bool, added: int) -> bool:
+    """After an import: write a big session's snapshot now, so that the first page of it (in any server
+    process) reads that file instead of the table, when the snapshot it may have would not do (a new or
+    rewritten file, or more rows appended than a restore reads from the table). Returns whether it wrote."""
+    if session.next_seq < SNAPSHOT_MIN_ROWS:
+        return False
+    if not rewritten and added <= SNAPSHOT_MIN_ROWS // 4:
+        return False  # the snapshot it has (if any) is brought up to date from the table when it is read
+    stop = session.next_seq
+    with gc_paused():
+        rows = list(_rows(session.pk, 0, stop))
+    _write_snapshot(_snapshot_key(session), stop, rows)
+    return True
+
+
+def snapshot_sessions(limit: int) -> list[AgentSession]:
+    """Up to ``limit`` sessions of this database whose snapshot fits them, the most recently opened first."""
+    try:
+        files = sorted(snapshot_dir().glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return []
+    found: list[AgentSession] = []
+    for path in files:
+        if len(found) >= limit:
+            break
+        pk = path.name.split("-")[0]
+        session = AgentSession.objects.filter(pk=int(pk)).first() if pk.isdigit() else None
+        # Another database's session of that number, or an older import of it: not worth reading.
+        if session is not None and _snapshot_path(_snapshot_key(session)) == path:
+            found.append(session)
+    return found
 
 
 def _prune_snapshots(kept: Path) -> None:

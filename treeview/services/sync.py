@@ -309,8 +309,25 @@ def sync_file(
         result.entries_added or result.entries_removed or result.status == "new"
     ):
         session = result.session
+        _prepare_first_view(result)
         publish_session_changed(session.pk, session.session_id, result.status, leaf=session.leaf_id)
     return result
+
+
+def _prepare_first_view(result: SyncResult) -> None:
+    """What the first page of a big session needs that the import can make ahead (``tree_index`` and
+    ``rules_cache``: the forest's snapshot, the detected rules on disk), so that the page need not read the
+    whole table; a failure only loses that head start."""
+    from treeview.tree_index import prepare_snapshot
+
+    assert result.session is not None
+    try:
+        session = AgentSession.objects.get(pk=result.session.pk)
+        rewritten = result.status != "grown" or bool(result.entries_removed)
+        if prepare_snapshot(session, rewritten=rewritten, added=result.entries_added):
+            session.detected_rules  # noqa: B018 -- detected and kept on disk for the server's processes
+    except Exception:  # the import itself is done and committed
+        log.exception("could not prepare the first view of %s", result.path)
 
 
 def _earlier_row(header: dict[str, Any], source: str) -> AgentSession | None:

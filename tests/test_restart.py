@@ -1,0 +1,281 @@
+"""The first page of a big session after a server restart or right after its import: what the import and the
+server keep on disk for it (the forest's snapshot, the detected rules) is used when it fits the session and
+ignored when it does not (stale, another session's, corrupt); what a server loads before its first request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from treeview import models, rules_cache, tree_index, warmup
+from treeview.models import AgentSession
+from treeview.services.sync import sync_file
+from treeview.session.generate import write_session
+
+pytestmark = pytest.mark.django_db
+
+HEADER = {"type": "session", "version": 3, "id": "0196b4f0-6c2e-7a31-9f0e-3c5d2a1b4e77", "cwd": "/p"}
+
+
+@pytest.fixture
+def data_dir(settings, tmp_path: Path, monkeypatch) -> Path:
+    """Snapshots and stored rules for every session, into a directory of this test."""
+    settings.ARBOR_DATA_DIR = tmp_path / "data"
+    monkeypatch.setattr(tree_index, "SNAPSHOT_MIN_ROWS", 1)
+    monkeypatch.setattr(rules_cache, "MIN_ROWS", 1)
+    return tmp_path / "data" / "cache"
+
+
+def _restart() -> None:
+    """What a new server process does not have: the decisions kept in memory."""
+    models._detected.clear()
+
+
+def _fresh(session: AgentSession) -> AgentSession:
+    _restart()
+    return AgentSession.objects.get(pk=session.pk)
+
+
+def _message(entry_id: str, parent: str | None, role: str, text: str, second: int) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": f"2026-05-01T10:00:{second:02d}.000Z",
+        "message": {"role": role, "content": [{"type": "text", "text": text}], "timestamp": 1777629600000},
+    }
+
+
+def _write(path: Path, entries: list[dict[str, Any]]) -> None:
+    lines = [{**HEADER, "timestamp": "2026-05-01T10:00:00.000Z"}, *entries]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def _undecided_file(path: Path, count: int = 6) -> list[dict[str, Any]]:
+    """A session whose rows name no agent (messages only): rules detected as "nothing agent-specific"."""
+    entries: list[dict[str, Any]] = []
+    parent = None
+    for i in range(count):
+        entry_id = f"m{i:07d}"
+        entries.append(_message(entry_id, parent, "user" if i % 2 == 0 else "assistant", f"text {i}", i + 1))
+        parent = entry_id
+    _write(path, entries)
+    return entries
+
+
+class _Counting:
+    """Records each scan of the session's rows for the rules (``AgentSession._detect_rules``): its start."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.since: list[int] = []
+        real = AgentSession._detect_rules
+
+        def counting(session: AgentSession, since: int = 0):
+            self.since.append(since)
+            return real(session, since)
+
+        monkeypatch.setattr(AgentSession, "_detect_rules", counting)
+
+
+# -- right after the import ------------------------------------------------------------------------------
+
+
+def test_the_import_writes_the_snapshot_and_the_rules_the_first_page_reads(
+    tmp_path: Path, data_dir: Path, monkeypatch
+) -> None:
+    path = tmp_path / "gen.jsonl"
+    write_session(path, 120, 3)
+    session = sync_file(path).session
+    assert session is not None
+    assert len(list((data_dir / "forests").glob("*.json"))) == 1
+    assert (data_dir / "rules" / f"{session.pk}.json").exists()
+
+    session = _fresh(session)
+    scans = _Counting(monkeypatch)
+    rows_read: list[int] = []
+    real_rows = tree_index._rows
+
+    def counting_rows(pk: int, start: int, stop: int | None):
+        for row in real_rows(pk, start, stop):
+            rows_read.append(row[0])
+            yield row
+
+    monkeypatch.setattr(tree_index, "_rows", counting_rows)
+    forest = tree_index.Forest.load(session)
+    decision = session.rules
+    assert rows_read == []  # the forest came from the snapshot alone
+    assert scans.since == []  # and the rules from their file
+    assert forest.next_seq == session.next_seq and forest.row_count == session.entry_count
+    monkeypatch.setattr(tree_index, "_rows", real_rows)
+    fresh = tree_index.Forest(session.pk)
+    fresh._build(list(real_rows(session.pk, 0, session.next_seq)), session.next_seq)
+    assert [n.entry for n in forest.nodes.values()] == [n.entry for n in fresh.nodes.values()]
+    assert (decision.agent, decision.reason) == _detected_now(session)
+
+
+def _detected_now(session: AgentSession) -> tuple[str, str]:
+    found = session._detect_rules()
+    return found.agent, found.reason
+
+
+def test_a_small_append_keeps_the_snapshot_of_the_import(tmp_path: Path, data_dir: Path, monkeypatch) -> None:
+    monkeypatch.setattr(tree_index, "SNAPSHOT_MIN_ROWS", 40)  # an append of up to 10 rows keeps it
+    path = tmp_path / "gen.jsonl"
+    write_session(path, 80, 4)
+    sync_file(path)
+    (snapshot,) = (data_dir / "forests").glob("*.json")
+    before = snapshot.read_bytes()
+    with path.open("a") as handle:
+        last = orjson.loads(path.read_bytes().splitlines()[-1])
+        handle.write(json.dumps(_message("zz000001", last["id"], "user", "one more", 59)) + "\n")
+    assert sync_file(path).status == "grown"
+    assert snapshot.read_bytes() == before  # brought up to date from the table when it is read
+
+
+# -- the detected rules on disk --------------------------------------------------------------------------
+
+
+def test_stored_rules_are_used_after_a_restart_and_follow_appended_rows(
+    tmp_path: Path, data_dir: Path, monkeypatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    entries = _undecided_file(path)
+    session = sync_file(path).session
+    assert session is not None
+    scans = _Counting(monkeypatch)
+    session = _fresh(session)
+    assert session.rules.reason == rules_cache.UNDECIDED_REASON
+    assert scans.since == []  # stored by the import
+    old_next = session.next_seq
+
+    # A row that decides arrives: only the rows appended since are scanned.
+    entries.append(
+        {
+            "type": "usage",
+            "id": "u0000001",
+            "parentId": entries[-1]["id"],
+            "timestamp": "2026-05-01T10:00:30.000Z",
+        }
+    )
+    _write(path, entries)
+    assert sync_file(path).status == "grown"
+    session = _fresh(session)
+    decision = session.rules
+    assert (decision.agent, decision.reason) == ("pi", "usage entry")
+    assert scans.since[-1] == old_next
+    assert (decision.agent, decision.reason) == _detected_now(session)
+
+    # Decided: more rows change nothing, and are not scanned.
+    scans.since.clear()
+    entries.append(_message("m9000000", "u0000001", "user", "after", 40))
+    _write(path, entries)
+    assert sync_file(path).status == "grown"
+    session = _fresh(session)
+    assert (session.rules.agent, session.rules.reason) == ("pi", "usage entry")
+    assert scans.since == []
+    stored = orjson.loads((data_dir / "rules" / f"{session.pk}.json").read_bytes())
+    assert (stored["next_seq"], stored["entry_count"]) == (session.next_seq, session.entry_count)
+
+
+@pytest.mark.parametrize("change", ["rewrite", "header", "other_session", "corrupt", "newer_than_session"])
+def test_stored_rules_that_do_not_fit_are_not_used(
+    tmp_path: Path, data_dir: Path, monkeypatch, change: str
+) -> None:
+    path = tmp_path / "s.jsonl"
+    entries = _undecided_file(path)
+    session = sync_file(path).session
+    assert session is not None
+    stored = data_dir / "rules" / f"{session.pk}.json"
+    data = orjson.loads(stored.read_bytes())
+    if change == "rewrite":
+        # The file is rewritten: its deciding row replaces a message; the old decision must not survive.
+        entries[3] = {
+            "type": "context_edit",
+            "id": entries[3]["id"],
+            "parentId": entries[2]["id"],
+            "timestamp": entries[3]["timestamp"],
+        }
+        _write(path, entries[:5])
+        old = stored.read_bytes()
+        assert sync_file(path).status == "rewritten"
+        stored.write_bytes(old)  # as if the import had not written it: the count must tell
+    elif change == "header":
+        data["base"] = data["base"].rsplit("|", 2)[0] + "|0123|0"
+        data["reason"] = "title_change entry"
+        stored.write_bytes(orjson.dumps(data))
+    elif change == "other_session":
+        data["base"] = data["base"].replace(session.session_id, "someone-else")
+        data["reason"] = "title_change entry"
+        stored.write_bytes(orjson.dumps(data))
+    elif change == "corrupt":
+        stored.write_bytes(b'{"version": 1, "base": ')
+    else:
+        data["next_seq"] = session.next_seq + 10
+        data["reason"] = "title_change entry"
+        stored.write_bytes(orjson.dumps(data))
+    scans = _Counting(monkeypatch)
+    session = _fresh(session)
+    decision = session.rules
+    assert scans.since == [0]  # everything read again
+    assert (decision.agent, decision.reason) == _detected_now(session)
+    if change == "rewrite":
+        assert (decision.agent, decision.reason) == ("pi", "context_edit entry")
+    # ... and stored again for the next process.
+    assert orjson.loads(stored.read_bytes())["reason"] == decision.reason
+
+
+def test_small_sessions_store_no_rules(tmp_path: Path, settings) -> None:
+    settings.ARBOR_DATA_DIR = tmp_path / "data"
+    path = tmp_path / "s.jsonl"
+    _undecided_file(path)
+    session = sync_file(path).session
+    assert session is not None
+    assert _fresh(session).rules.reason == rules_cache.UNDECIDED_REASON
+    assert not (tmp_path / "data" / "cache").exists()
+
+
+# -- before the first request ------------------------------------------------------------------------------
+
+
+def test_warm_up_compiles_every_template_of_the_site(monkeypatch) -> None:
+    compiled: list[str] = []
+    real = warmup.get_template
+
+    def recording(name: str):
+        template = real(name)
+        compiled.append(name)
+        return template
+
+    monkeypatch.setattr(warmup, "get_template", recording)
+    warmup.warm_up()
+    site = Path(__file__).resolve().parent.parent / "templates"
+    assert sorted(compiled) == sorted(str(p.relative_to(site)) for p in site.rglob("*.html"))
+    assert "treeview/session_detail.html" in compiled
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_server_start_reads_the_most_recently_opened_big_session_into_the_caches(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    from treeview import explorer
+
+    sessions = []
+    for seed in (5, 6):
+        path = tmp_path / f"gen-{seed}.jsonl"
+        write_session(path, 60, seed)
+        sessions.append(sync_file(path).session)
+    older, newer = sessions
+    tree_index.Forest.load(older)  # opened last: its snapshot is the most recent
+    explorer.clear_caches()
+    _restart()
+    assert warmup.prewarm_sessions(0) is None
+    thread = warmup.prewarm_sessions(1)
+    assert thread is not None
+    thread.join(60)
+    key = (explorer.session_key(older), older.next_seq, older.entry_count, older.leaf_id)
+    assert explorer._trees.get(key) is not None
+    assert explorer._forests.get(explorer.session_key(newer)) is None  # one session asked for

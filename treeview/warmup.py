@@ -1,0 +1,94 @@
+"""What a server process loads before its first request, so that the first page a person opens after a restart
+does not pay for it: the URLconf with every view, Pygments' lexer table, the template engine with its tag
+libraries and every template of the site compiled (the cached loader keeps them), and the Markdown renderer.
+
+Called once per process from ``sessions_site/asgi.py`` (daphne imports it before it listens). Then
+:func:`prewarm_sessions` reads the most recently opened big sessions into the explorer's caches in a thread
+(``ARBOR_PREWARM_SESSIONS``), from their snapshots: a page of such a session that arrives meanwhile waits for
+that work (the session's lock) instead of doing it again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from django.conf import settings
+from django.template import TemplateDoesNotExist, TemplateSyntaxError
+from django.template.loader import get_template
+from django.urls import resolve
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["prewarm_sessions", "warm_up"]
+
+
+_COMMON_LANGUAGES = (
+    "python",
+    "javascript",
+    "typescript",
+    "json",
+    "bash",
+    "diff",
+    "markdown",
+    "yaml",
+    "toml",
+    "rust",
+)
+
+
+def _template_names() -> list[str]:
+    names: list[str] = []
+    for config in settings.TEMPLATES:
+        for directory in config.get("DIRS", []):
+            root = Path(directory)
+            names.extend(str(path.relative_to(root)) for path in sorted(root.rglob("*.html")))
+    return names
+
+
+def warm_up() -> None:
+    """Load and compile what the first requests need; a failure only loses the head start (and is logged)."""
+    from treeview.render.highlight import lexer_for_filename, lexer_for_language
+    from treeview.render.markdown import render_markdown
+
+    resolve("/")
+    lexer_for_filename("warm.py")
+    # The lexers a conversation uses most (each one's module and regular expressions load on first use).
+    for language in _COMMON_LANGUAGES:
+        lexer_for_language(language)
+    for name in _template_names():
+        try:
+            get_template(name)
+        except (TemplateDoesNotExist, TemplateSyntaxError):
+            logger.warning("could not compile the template %s ahead of time", name, exc_info=True)
+    # markdown-it's rule chains and a highlighted fence (Pygments' formatter and the Python lexer).
+    render_markdown("*warm* `up`\n\n```python\nx = 1\n```\n")
+
+
+def _prewarm(limit: int) -> None:
+    from django.db import close_old_connections, connections
+
+    from treeview.explorer import explorer_tree
+    from treeview.tree_index import snapshot_sessions
+
+    try:
+        for session in snapshot_sessions(limit):
+            session.rules  # noqa: B018 -- the detected rules (stored on disk), as the page asks
+            explorer_tree(session, session.leaf_id)
+    except Exception:  # only a head start is lost
+        logger.warning("could not prewarm the session caches", exc_info=True)
+    finally:
+        close_old_connections()
+        connections.close_all()
+
+
+def prewarm_sessions(limit: int | None = None) -> threading.Thread | None:
+    """Read up to ``limit`` (default ``ARBOR_PREWARM_SESSIONS``) big sessions with a snapshot into the caches,
+    in a daemon thread; returns it (``None``: nothing to do)."""
+    count = settings.ARBOR_PREWARM_SESSIONS if limit is None else limit
+    if count <= 0:
+        return None
+    thread = threading.Thread(target=_prewarm, args=(count,), name="prewarm-sessions", daemon=True)
+    thread.start()
+    return thread
