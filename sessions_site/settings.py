@@ -59,6 +59,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything that takes a database connection: a burst of refetches waits here (treeview/gate.py).
+    "treeview.gate.RefreshGate",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -133,6 +135,10 @@ CACHES = env.caches_config()
 # session state and leaf) and rendered entries, dropped least recently used first. A session bigger than this
 # still opens (it is kept alone while it is the latest one asked for).
 ARBOR_TREE_CACHE_MB = env.get_int("ARBOR_TREE_CACHE_MB", 1024, minimum=16)
+
+# The tree rows endpoint's requests one server process serves at once (treeview/gate.py): one change
+# makes every open page of the session refetch its rows; the burst waits its turn instead of slowing everyone.
+ARBOR_ROWS_CONCURRENCY = env.get_int("ARBOR_ROWS_CONCURRENCY", 2, minimum=1)
 
 # Interactive queries (the search across sessions): milliseconds a statement may run before the database stops
 # it and the page says so (treeview/interactive.py); 0: no limit.
