@@ -154,17 +154,42 @@ def database_config(*, base_dir: Path, environ: Mapping[str, str] | None = None)
     if backend not in ("sqlite", "postgres"):
         raise ImproperlyConfigured(f"ARBOR_DB={backend!r} is not one of: sqlite, postgres")
     if url is not None:
-        return parse_database_url(url, base_dir=base_dir)
-    if backend == "sqlite":
+        config = parse_database_url(url, base_dir=base_dir)
+    elif backend == "sqlite":
         return sqlite_config(base_dir / "db.sqlite3")
-    return {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": get_str("PGDATABASE", "arbor", environ),
-        "USER": get_str("PGUSER", "postgres", environ),
-        "PASSWORD": get_str("PGPASSWORD", "", environ),
-        "HOST": get_str("PGHOST", "127.0.0.1", environ),
-        "PORT": _port("PGPORT", get_str("PGPORT", "5432", environ)),
-    }
+    else:
+        config = {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": get_str("PGDATABASE", "arbor", environ),
+            "USER": get_str("PGUSER", "postgres", environ),
+            "PASSWORD": get_str("PGPASSWORD", "", environ),
+            "HOST": get_str("PGHOST", "127.0.0.1", environ),
+            "PORT": _port("PGPORT", get_str("PGPORT", "5432", environ)),
+            "OPTIONS": {},
+        }
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        pool = postgres_pool(environ)
+        if pool is not None:
+            config["OPTIONS"]["pool"] = pool
+    return config
+
+
+def postgres_pool(environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The PostgreSQL connection pool of one server process (psycopg_pool through Django's ``pool`` option).
+
+    Every request and socket message runs on its own thread and used to open its own connection: 100 open
+    pages refetching at once asked for 100 connections, the server's default ``max_connections``, and the
+    next request failed with "too many clients". With the pool a process holds at most ``ARBOR_DB_POOL_SIZE``
+    connections (default 10; workers x size must stay below the server's ``max_connections``); a thread that
+    finds them all busy waits up to ``ARBOR_DB_POOL_TIMEOUT`` seconds (default 30) and then fails with a clear
+    error. ``ARBOR_DB_POOL_SIZE=0``: no pool, one connection per thread, closed after each request.
+    """
+    size = get_int("ARBOR_DB_POOL_SIZE", 10, minimum=0, environ=environ)
+    if size == 0:
+        return None
+    timeout = get_int("ARBOR_DB_POOL_TIMEOUT", 30, minimum=1, environ=environ)
+    # A quiet server gives its connections back (min_size 0): one every max_idle seconds (psycopg_pool).
+    return {"min_size": 0, "max_size": size, "timeout": timeout, "max_idle": 10}
 
 
 def redis_url(environ: Mapping[str, str] | None = None) -> str | None:
@@ -189,7 +214,15 @@ def channel_layers_config(environ: Mapping[str, str] | None = None) -> dict[str,
     url = redis_url(environ)
     if url is None:
         return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    return {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [url]}}}
+    # redis-py 8 gives up on a read after 5 s by default, and channels_redis waits for a message with a
+    # 5 s blocking pop: every page idle for 5 s lost its socket with "Timeout reading from". Reads wait longer
+    # than the blocking pop; connecting keeps a short limit.
+    host = {"address": url, "socket_timeout": REDIS_READ_TIMEOUT, "socket_connect_timeout": 5}
+    return {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [host]}}}
+
+
+#: Seconds a read from Redis may take: more than channels_redis's blocking pop (5 s) waits for a message.
+REDIS_READ_TIMEOUT = 30
 
 
 def caches_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -59,6 +59,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything that takes a database connection: a burst of refetches waits here (treeview/gate.py).
+    "treeview.gate.RefreshGate",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -136,6 +138,10 @@ ARBOR_TREE_CACHE_MB = env.get_int("ARBOR_TREE_CACHE_MB", 1024, minimum=16)
 # Big sessions a server process reads into those caches when it starts (in a thread, from their snapshots,
 # the most recently opened first), so that the first page after a restart finds them ready; 0: none.
 ARBOR_PREWARM_SESSIONS = env.get_int("ARBOR_PREWARM_SESSIONS", 1, minimum=0)
+
+# The tree rows endpoint's requests one server process serves at once (treeview/gate.py): one change
+# makes every open page of the session refetch its rows; the burst waits its turn instead of slowing everyone.
+ARBOR_ROWS_CONCURRENCY = env.get_int("ARBOR_ROWS_CONCURRENCY", 2, minimum=1)
 
 # Interactive queries (the search across sessions): milliseconds a statement may run before the database stops
 # it and the page says so (treeview/interactive.py); 0: no limit.

@@ -13,11 +13,12 @@ from typing import Any
 import orjson
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import channel_layers
+from channels.layers import channel_layers, get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.test import override_settings
 
+from sessions_site import env
 from tests.llm_server import LlmServer
 from tests.reference import import_fixture
 from tests.sockets import signed_in_socket
@@ -435,17 +436,23 @@ def _redis_available() -> bool:
 def redis_layer() -> Iterator[None]:
     if not _redis_available():
         pytest.fail("Redis is not running on 127.0.0.1:6379 (the machines and CI have it)")
-    prefix = f"arbor-test-{id(object())}"
-    layers = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": ["redis://127.0.0.1:6379/0"], "prefix": prefix},
-        }
-    }
+    # The layer as the settings make it for ARBOR_REDIS_URL, with a prefix of its own.
+    layers = env.channel_layers_config({"ARBOR_REDIS_URL": "redis://127.0.0.1:6379/0"})
+    layers["default"]["CONFIG"]["prefix"] = f"arbor-test-{id(object())}"
     with override_settings(CHANNEL_LAYERS=layers):
         channel_layers.backends.clear()
         yield
     channel_layers.backends.clear()
+
+
+async def test_an_idle_page_keeps_waiting_on_the_redis_channel_layer(redis_layer: None) -> None:
+    """A page with nothing to hear for longer than channels_redis's 5 s blocking pop keeps its socket (with
+    redis-py 8's default read timeout of 5 s the wait failed with "Timeout reading from 127.0.0.1:6379")."""
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(layer.receive(channel), timeout=6.5)
+    await layer.flush()
 
 
 async def test_live_updates_over_the_redis_channel_layer(session: AgentSession, redis_layer: None) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from html import unescape
 from pathlib import Path
 
@@ -890,6 +892,47 @@ def test_rows_endpoint_returns_any_slice_of_the_visible_rows(client: Client, gen
     plain = client.get(rows_url(generated), {"filter": "all", "start": 5, "count": 10})
     htmx = client.get(rows_url(generated), {"filter": "all", "start": 5, "count": 10}, headers=HTMX)
     assert tree_ids(plain.content.decode()) == tree_ids(htmx.content.decode()) == expected[5:15]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rows_requests_are_served_a_few_at_a_time(generated: AgentSession, settings, monkeypatch):
+    """Every open page refetches its rows after a change: the burst is served ARBOR_ROWS_CONCURRENCY at a time
+    (the others wait their turn at treeview/gate.py), and every request still gets its rows."""
+    inside, peak, lock = 0, 0, threading.Lock()
+    real_window = explorer.tree_window
+
+    def counted_window(*args, **kwargs):
+        nonlocal inside, peak
+        with lock:
+            inside += 1
+            peak = max(peak, inside)
+        try:
+            time.sleep(0.05)
+            return real_window(*args, **kwargs)
+        finally:
+            with lock:
+                inside -= 1
+
+    monkeypatch.setattr(explorer, "tree_window", counted_window)
+    statuses: list[int] = []
+
+    def refetch() -> None:
+        response = Client().get(rows_url(generated), {"start": 0, "count": 20})
+        statuses.append(response.status_code)
+        assert len(tree_ids(response.content.decode())) == 20
+
+    threads = [threading.Thread(target=refetch) for _ in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert statuses == [200] * 12
+    assert peak == settings.ARBOR_ROWS_CONCURRENCY
+    # The gate comes before the middleware that reads the database: a waiting request holds no connection.
+    order = settings.MIDDLEWARE
+    assert order.index("treeview.gate.RefreshGate") < order.index(
+        "django.contrib.sessions.middleware.SessionMiddleware"
+    )
 
 
 def test_rows_endpoint_centres_on_the_target_and_follows_filter_and_search(

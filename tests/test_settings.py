@@ -106,7 +106,10 @@ def test_database_url_selects_postgresql(monkeypatch):
         "PASSWORD": "p@ss",
         "HOST": "db.example",
         "PORT": "6543",
-        "OPTIONS": {"sslmode": "require"},
+        "OPTIONS": {
+            "sslmode": "require",
+            "pool": {"min_size": 0, "max_size": 10, "timeout": 30, "max_idle": 10},
+        },
     }
 
 
@@ -142,6 +145,7 @@ def test_arbor_db_postgres_reads_pg_variables_with_local_defaults(monkeypatch):
         "PASSWORD": "",
         "HOST": "127.0.0.1",
         "PORT": "5433",
+        "OPTIONS": {"pool": {"min_size": 0, "max_size": 10, "timeout": 30, "max_idle": 10}},
     }
 
 
@@ -160,7 +164,11 @@ def test_redis_url_selects_redis_channel_layer(monkeypatch):
 
     assert config["CHANNEL_LAYERS"]["default"] == {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": ["redis://127.0.0.1:6379/0"]},
+        "CONFIG": {
+            "hosts": [
+                {"address": "redis://127.0.0.1:6379/0", "socket_timeout": 30, "socket_connect_timeout": 5}
+            ]
+        },
     }
     # The cache (sign-in failure counts) is shared by the workers through the same server.
     assert config["CACHES"]["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"

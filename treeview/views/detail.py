@@ -381,7 +381,8 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
 def tree_rows(request: HttpRequest, session_id: str) -> HttpResponse:
     """A slice of the tree's visible rows (the page's filter and search): ``count`` rows from ``start``, or
     around ``targetId`` without ``start``; the same fragment with and without htmx (explorer.js asks for it
-    as the tree pane scrolls, and when the session changes)."""
+    as the tree pane scrolls, and when the session changes; treeview/gate.py lets a burst in a few at a time).
+    """
     session = session_or_404(request, session_id)
     state, tree = _page_state(request, session)
     form = TreeRowsForm(request.GET)
