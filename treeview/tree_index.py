@@ -308,9 +308,11 @@ class Forest:
         # Per rule set, what it reads differently from the stored columns (made on first use, see
         # agent_texts); replaced, never changed in place, and dropped when rows it depends on arrive.
         self._agent_texts: dict[str, AgentTexts] = {}
-        # Node id -> (text, label, normalized haystack) for oh-my-pi's fuzzy search (treeview/tree_filter.py);
-        # an entry whose text or label changed is made again there.
-        self.fuzzy_texts: dict[Any, tuple[str, str | None, str]] = {}
+        # Node id -> (text, label, normalized haystack, its fuzzy.char_mask) for oh-my-pi's fuzzy search
+        # (treeview/tree_filter.py); an entry whose text or label changed is made again there.
+        self.fuzzy_texts: dict[Any, tuple[str, str | None, str, int]] = {}
+        # The haystacks and masks of a flattened tree's nodes by index, for its next search (tree_filter).
+        self.fuzzy_flat: list[tuple[Any, Any, tuple[int, int, int], Any]] = []
 
     @classmethod
     def load(cls, session: AgentSession) -> Forest:
