@@ -283,6 +283,32 @@ def test_phone_tree_is_readable_and_a_tap_shows_the_conversation(
     assert [error for error in errors if not error.startswith("Failed to load resource")] == [], errors
 
 
+def test_a_filter_that_keeps_the_selection_brings_the_reading_pane_up_to_date(
+    page: Page, big: tuple[str, str]
+) -> None:
+    """The server sends the tree alone when the selected entry stays in it; the reading pane then comes again,
+    the same entry, its links and forms carrying the new filter."""
+    base, session_id = big
+    user = row_at(base, session_id, 10, "filter=user-only")
+    open_page(page, base, session_id, f"?filter=all&targetId={user}")
+    answers: list[str] = []
+    page.on(
+        "response",
+        lambda response: (
+            answers.append(response.request.headers.get("hx-target", ""))
+            if response.url.startswith(f"{base}/s/{session_id}/?")
+            else None
+        ),
+    )
+    page.locator("#tree-filter-mode").select_option("no-tools")
+    expect(page).to_have_url(re.compile("filter=no-tools"))
+    expect(page.locator('#tree [aria-selected="true"]')).to_have_attribute("data-entry-id", user)
+    selected = page.locator(f'#conversation article.selected[data-entry-id="{user}"] a.permalink')
+    expect(selected).to_have_attribute("href", re.compile(f"filter=no-tools&targetId={user}"))
+    expect(page.locator("#branch-header input[name=filter]")).to_have_value("no-tools")
+    assert answers[:2] == ["tree", "selection"], answers
+
+
 # Every element of the session page's header that sticks out of a 390 px screen, or scrolls sideways inside
 # it (the totals table's wrapper once cut the cost column and scrolled): "tag.class right/scroll widths".
 HEADER_OVERFLOW = """() => {
