@@ -286,8 +286,8 @@ def test_phone_tree_is_readable_and_a_tap_shows_the_conversation(
 def test_a_filter_that_keeps_the_selection_brings_the_reading_pane_up_to_date(
     page: Page, big: tuple[str, str]
 ) -> None:
-    """The server sends the tree alone when the selected entry stays in it; the reading pane then comes again,
-    the same entry, its links and forms carrying the new filter."""
+    """The server sends the tree alone after a filter change with a selection; the reading pane then comes
+    again, the same entry, its links and forms carrying the new filter."""
     base, session_id = big
     user = row_at(base, session_id, 10, "filter=user-only")
     open_page(page, base, session_id, f"?filter=all&targetId={user}")

@@ -90,10 +90,11 @@ def test_htmx_tree_request_gets_the_tree_and_the_conversation_out_of_band(client
     assert 'id="conversation"' in html and 'hx-swap-oob="true"' in html
 
 
-def test_a_filter_that_keeps_the_selection_sends_the_tree_alone(client: Client, tmp_path: Path):
-    """A filter or search from the tree's form whose tree still selects the entry the reading pane shows: the
-    tree alone (the browser lays out no conversation before the tree shows) and the event after which
-    explorer.js loads the pane again for its links; any other tree answer brings the pane along."""
+def test_a_filter_or_search_with_a_selection_sends_the_tree_alone(client: Client, tmp_path: Path):
+    """A filter or search from the tree's form with a selection: the reading pane shows that entry whatever
+    the filter, so the tree comes alone (the browser lays out no conversation before the tree shows) with the
+    event after which explorer.js loads the pane again for its links; any other tree answer brings the
+    pane."""
     session = import_fixture(tmp_path, BRANCHING)
     tree = {**HTMX, "HX-Target": "tree"}
     for trigger, query in (
@@ -108,14 +109,19 @@ def test_a_filter_that_keeps_the_selection_sends_the_tree_alone(client: Client, 
         assert 'id="conversation"' not in html and "hx-swap-oob" not in html.split("</form>", 1)[1], trigger
         assert response["HX-Trigger-After-Settle"] == "arbor:reading-stale"
         assert re.search(r'role="treeitem"[^>]*data-entry-id="b2000003"[^>]*aria-selected="true"', html)
-    # The selected entry filtered out (an assistant message under user-only): another row is selected, so the
-    # reading pane comes too.
+    # The selected entry filtered out (an assistant message under user-only): the tree selects another row,
+    # but the reading pane still shows the entry asked for (as the whole answer would): the tree alone too.
     response = client.get(
         page(session),
         {"targetId": "b2000004", "filter": "user-only"},
         headers={**tree, "HX-Trigger": "tree-filter"},
     )
-    assert 'id="conversation"' in response.content.decode() and "HX-Trigger-After-Settle" not in response
+    assert 'id="conversation"' not in response.content.decode()
+    assert response["HX-Trigger-After-Settle"] == "arbor:reading-stale"
+    whole = client.get(page(session), {"targetId": "b2000004", "filter": "user-only"}, headers=tree)
+    assert re.search(
+        r'<article[^>]*data-entry-id="b2000004"[^>]*class="[^"]*selected', whole.content.decode()
+    )
     # A tab, a link or no selection: the whole answer, as before.
     for headers, query in (
         (tree, {"targetId": "b2000003", "filter": "no-tools"}),
