@@ -359,20 +359,26 @@ class _Token:
 
         scan(lambda joined: lambda position: joined.find(token, position), None)
         escaped = [re.escape(ch) for ch in token]
+        # A whole word that the token starts with, one or two characters short.
+        shorter = [
+            "".join(escaped[1:size]) + "(?![^ \\n])" for size in range(max(1, len(token) - 2), len(token))
+        ]
         if len(token) >= _MIN_SHADOW_RESCAN:
-            start = _at_word_start(escaped[0], " ?" + " ?".join(escaped[1:]))
+            # At a word start, spaces ignored, or one of those words: each starts with the token's first
+            # character at a word start, so one scan finds them all.
+            start = _at_word_start(escaped[0], f"(?: ?{' ?'.join(escaped[1:])}|{'|'.join(shorter)})")
             scan(lambda joined: _regex_find(start, joined), None)
-        elif len(token) == 2:
-            # Found in the words with their spaces taken out, not as a substring: across one space.
-            spaced = re.compile(re.escape(token[0]) + " " + re.escape(token[1]))
-            scan(
-                lambda joined: _regex_find(spaced, joined),
-                lambda text: _compact_word_start(_Index(text), token),
-            )
-        # A whole word that the token starts with, one or two characters short (one scan per length).
-        for size in range(max(1, len(token) - 2), len(token)):
-            word = _at_word_start(re.escape(token[:size]), "(?![^ \\n])")
-            scan(lambda joined, word=word: _regex_find(word, joined), None)  # type: ignore[misc]
+        else:
+            if len(token) == 2:
+                # Found in the words with their spaces taken out, not as a substring: across one space.
+                spaced = re.compile(re.escape(token[0]) + " " + re.escape(token[1]))
+                scan(
+                    lambda joined: _regex_find(spaced, joined),
+                    lambda text: _compact_word_start(_Index(text), token),
+                )
+            for rest in shorter:
+                word = _at_word_start(escaped[0], rest)
+                scan(lambda joined, word=word: _regex_find(word, joined), None)  # type: ignore[misc]
         # Its characters in order within one word, each gap no longer than the span allows
         # (_in_order_within: a necessary condition), then the words found checked.
         gap = max(len(token) + 2, -(-len(token) * 9 // 5)) - len(token)
