@@ -782,6 +782,12 @@ async function refreshConversation() {
   }
 }
 
+// A filter or search kept the selected entry: the server sent the tree alone. Once the tree is painted, the
+// reading pane (the same entry) comes again, for its links and forms, which carry the filter and the search.
+document.addEventListener("arbor:reading-stale", () => {
+  window.requestAnimationFrame(() => window.setTimeout(refreshConversation, 0));
+});
+
 // The entry the conversation pane shows (after Enter or a click on its row, or a preview).
 function openEntryId() {
   return document.querySelector("#conversation article.entry.selected")?.dataset.entryId ?? null;

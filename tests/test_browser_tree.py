@@ -283,6 +283,72 @@ def test_phone_tree_is_readable_and_a_tap_shows_the_conversation(
     assert [error for error in errors if not error.startswith("Failed to load resource")] == [], errors
 
 
+def test_a_filter_that_keeps_the_selection_brings_the_reading_pane_up_to_date(
+    page: Page, big: tuple[str, str]
+) -> None:
+    """The server sends the tree alone after a filter change with a selection; the reading pane then comes
+    again, the same entry, its links and forms carrying the new filter."""
+    base, session_id = big
+    user = row_at(base, session_id, 10, "filter=user-only")
+    open_page(page, base, session_id, f"?filter=all&targetId={user}")
+    answers: list[str] = []
+    page.on(
+        "response",
+        lambda response: (
+            answers.append(response.request.headers.get("hx-target", ""))
+            if response.url.startswith(f"{base}/s/{session_id}/?")
+            else None
+        ),
+    )
+    page.locator("#tree-filter-mode").select_option("no-tools")
+    expect(page).to_have_url(re.compile("filter=no-tools"))
+    expect(page.locator('#tree [aria-selected="true"]')).to_have_attribute("data-entry-id", user)
+    selected = page.locator(f'#conversation article.selected[data-entry-id="{user}"] a.permalink')
+    expect(selected).to_have_attribute("href", re.compile(f"filter=no-tools&targetId={user}"))
+    expect(page.locator("#branch-header input[name=filter]")).to_have_value("no-tools")
+    assert answers[:2] == ["tree", "selection"], answers
+
+
+# Every element of the session page's header that sticks out of a 390 px screen, or scrolls sideways inside
+# it (the totals table's wrapper once cut the cost column and scrolled): "tag.class right/scroll widths".
+HEADER_OVERFLOW = """() => {
+  const width = document.documentElement.clientWidth;
+  const out = [];
+  for (const element of document.querySelectorAll('.session-header, .session-header *')) {
+    if (element.closest('.visually-hidden')) continue;
+    const box = element.getBoundingClientRect();
+    if (box.width === 0 && box.height === 0) continue;
+    const name = `${element.tagName.toLowerCase()}.${element.className}`;
+    if (box.left < -0.5 || box.right > width + 0.5) out.push(`${name} left=${box.left} right=${box.right}`);
+    const scrolls = ['auto', 'scroll'].includes(getComputedStyle(element).overflowX);
+    if (scrolls && element.scrollWidth > element.clientWidth + 1) {
+      out.push(`${name} scrolls ${element.scrollWidth} > ${element.clientWidth}`);
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_phone_header_fits_the_screen_with_every_total(
+    browser: Browser, big: tuple[str, str], scheme: str
+) -> None:
+    """At 390 px the header's totals (both rows, down to the cost) are all on screen, none cut and none
+    scrolled to, each with its name."""
+    base, session_id = big
+    context = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme=scheme)
+    page = context.new_page()
+    open_page(page, base, session_id, "?filter=all")
+    assert page.evaluate(HEADER_OVERFLOW) == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    for row in ("totals-branch", "totals-tree"):
+        cost = page.locator(f".session-totals .{row} td[data-label=Cost]")
+        expect(cost).to_be_visible()
+        assert cost.evaluate("(td) => getComputedStyle(td, '::before').content") == '"Cost "'
+        assert cost.evaluate("(td) => td.getBoundingClientRect().right") <= 390
+    context.close()
+
+
 def test_back_after_a_filter_change_brings_a_working_tree_back(page: Page, big: tuple[str, str]) -> None:
     base, session_id = big
     open_page(page, base, session_id, "?filter=all")

@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from treeview.session import selector as sel
-from treeview.session.fuzzy import FuzzyQuery, fuzzy_matches, normalize_for_search
+from treeview.session.fuzzy import (
+    FuzzyQuery,
+    Joined,
+    char_mask,
+    fuzzy_matches,
+    normalize_fast,
+    normalize_for_search,
+    normalize_many,
+)
 from treeview.session.session_manager import SessionManager
 
 HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-05-01T10:00:00.000Z", "cwd": "/p"}
@@ -327,3 +335,51 @@ def test_pi_pans_left_to_keep_a_deep_selected_row_readable() -> None:
     # Rows are cut without an ellipsis; the footer keeps pi's "(i/N)".
     assert all(len(line) <= 36 and not line.endswith("…") for line in narrow[:-1])
     assert narrow[-1] == f"  ({narrow.index(selected) + 1}/{len(narrow) - 1})"
+
+
+_TEXTS = st.text(alphabet="abcrsetpxAB CDE01 9_-./éÉ\u0301Σ\x00\n", max_size=40)
+_QUERIES = st.text(alphabet="abcrs01 tpxe-", max_size=8)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_TEXTS, max_size=12), _QUERIES)
+def test_the_search_over_many_rows_answers_as_one_row_at_a_time(texts: list[str], query: str) -> None:
+    """The web tree's search of a whole tree at once (the texts normalized together, joined and scanned once
+    per way to match, the character masks' pre-filter) keeps exactly the rows the one-row matcher keeps."""
+    normalized = normalize_many(texts)
+    assert normalized == [normalize_fast(text) for text in texts]
+    matcher = FuzzyQuery(query)
+    expected = [i for i, text in enumerate(texts) if fuzzy_matches(query, text)]
+    masks = [char_mask(text) for text in normalized]
+    assert matcher.select(normalized, masks=masks) == expected
+    assert matcher.select(normalized, joined=Joined(normalized)) == expected
+    rows = list(range(0, len(texts), 2))
+    assert matcher.select(normalized, rows, masks, Joined(normalized)) == [i for i in expected if i % 2 == 0]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_TEXTS, _QUERIES)
+def test_the_character_prefilter_never_drops_a_match(text: str, query: str) -> None:
+    """A text that matches holds every character the query's pre-filter asks for (and a text lacking one is
+    ruled out by the masks alone, without a scan)."""
+    normalized = normalize_fast(text)
+    mask = char_mask(normalized)
+    for token, variants in FuzzyQuery(query).tokens:
+        required = token.required
+        for variant in variants:
+            required &= variant.required
+        if token.matches(normalized) or any(variant.matches(normalized) for variant in variants):
+            assert mask & required == required
+
+
+def test_the_character_prefilter_rules_out_texts_without_the_characters() -> None:
+    matcher = FuzzyQuery("parse")
+    texts = ["fix the parser", "pa rs e", "nothing here"]
+    masks = [char_mask(text) for text in texts]
+    assert [bool(m & matcher.tokens[0][0].required == matcher.tokens[0][0].required) for m in masks] == [
+        True,
+        True,
+        False,
+    ]
+    # "pa rs e": the token at a word start with the spaces taken out.
+    assert matcher.select(texts, masks=masks) == [0, 1]

@@ -92,6 +92,48 @@ def test_htmx_tree_request_gets_the_tree_and_the_conversation_out_of_band(client
     assert 'id="conversation"' in html and 'hx-swap-oob="true"' in html
 
 
+def test_a_filter_or_search_with_a_selection_sends_the_tree_alone(client: Client, tmp_path: Path):
+    """A filter or search from the tree's form with a selection: the reading pane shows that entry whatever
+    the filter, so the tree comes alone (the browser lays out no conversation before the tree shows) with the
+    event after which explorer.js loads the pane again for its links; any other tree answer brings the
+    pane."""
+    session = import_fixture(tmp_path, BRANCHING)
+    tree = {**HTMX, "HX-Target": "tree"}
+    for trigger, query in (
+        ("tree-filter", {"filter": "no-tools"}),
+        ("tree-search", {"filter": "all", "q": "b"}),
+    ):
+        response = client.get(
+            page(session), {"targetId": "b2000003", **query}, headers={**tree, "HX-Trigger": trigger}
+        )
+        html = response.content.decode()
+        assert html.lstrip().startswith('<section id="tree"')
+        assert 'id="conversation"' not in html and "hx-swap-oob" not in html.split("</form>", 1)[1], trigger
+        assert response["HX-Trigger-After-Settle"] == "arbor:reading-stale"
+        assert re.search(r'role="treeitem"[^>]*data-entry-id="b2000003"[^>]*aria-selected="true"', html)
+    # The selected entry filtered out (an assistant message under user-only): the tree selects another row,
+    # but the reading pane still shows the entry asked for (as the whole answer would): the tree alone too.
+    response = client.get(
+        page(session),
+        {"targetId": "b2000004", "filter": "user-only"},
+        headers={**tree, "HX-Trigger": "tree-filter"},
+    )
+    assert 'id="conversation"' not in response.content.decode()
+    assert response["HX-Trigger-After-Settle"] == "arbor:reading-stale"
+    whole = client.get(page(session), {"targetId": "b2000004", "filter": "user-only"}, headers=tree)
+    assert re.search(
+        r'<article[^>]*data-entry-id="b2000004"[^>]*class="[^"]*selected', whole.content.decode()
+    )
+    # A tab, a link or no selection: the whole answer, as before.
+    for headers, query in (
+        (tree, {"targetId": "b2000003", "filter": "no-tools"}),
+        ({**tree, "HX-Trigger": "tab-conversation"}, {"targetId": "b2000003"}),
+        ({**tree, "HX-Trigger": "tree-filter"}, {"filter": "no-tools"}),
+    ):
+        response = client.get(page(session), query, headers=headers)
+        assert 'id="conversation"' in response.content.decode() and "HX-Trigger-After-Settle" not in response
+
+
 def test_htmx_conversation_request_gets_only_the_conversation(client: Client, tmp_path: Path):
     session = import_fixture(tmp_path, BRANCHING)
     response = client.get(page(session), headers={**HTMX, "HX-Target": "conversation"})
@@ -705,7 +747,7 @@ def test_header_shows_whole_tree_totals_and_no_branch_row_without_branch_totals(
     html = client.get(page(session)).content.decode()
     assert "Whole tree" in html and "This branch" not in html
     totals = re.search(r'<tr class="totals-tree">(.*?)</tr>', html, re.S).group(1)
-    cells = [" ".join(cell.split()) for cell in re.findall(r"<td>(.*?)</td>", totals, re.S)]
+    cells = [" ".join(cell.split()) for cell in re.findall(r"<td[^>]*>(.*?)</td>", totals, re.S)]
     assert cells[:3] == [str(session.entry_count), str(session.message_count), str(session.tool_call_count)]
     assert cells[3] == f"{session.input_tokens:,}"
 
@@ -731,14 +773,14 @@ def test_header_shows_the_active_branch_totals_next_to_the_whole_tree(
     html = client.get(page(session)).content.decode()
     row = re.search(r'<tr class="totals-branch">(.*?)</tr>', html, re.S)
     assert row is not None and "This branch" in row.group(1)
-    cells = [" ".join(cell.split()) for cell in re.findall(r"<td>(.*?)</td>", row.group(1), re.S)]
+    cells = [" ".join(cell.split()) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
     # No cache totals per branch: a dash, not a zero.
     assert cells == ["7", "5", "1", "12,345", "678", "–", "–", "$0.0123"]
     assert html.index("This branch") < html.index("Whole tree")
     branch.cache_read_tokens, branch.cache_write_tokens = 9, 1010
     html = client.get(page(session)).content.decode()
     row = re.search(r'<tr class="totals-branch">(.*?)</tr>', html, re.S)
-    cells = [" ".join(cell.split()) for cell in re.findall(r"<td>(.*?)</td>", row.group(1), re.S)]
+    cells = [" ".join(cell.split()) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
     assert cells[5:7] == ["9", "1,010"]
 
 
@@ -747,7 +789,7 @@ def test_header_shows_the_branch_totals_of_the_displayed_leaf(client: Client, tm
     html = client.get(page(session), {"leafId": "b2000006", "targetId": "b2000006"}).content.decode()
     row = re.search(r'<tr class="totals-branch">(.*?)</tr>', html, re.S)
     assert row is not None
-    cells = [" ".join(cell.split()) for cell in re.findall(r"<td>(.*?)</td>", row.group(1), re.S)]
+    cells = [" ".join(cell.split()) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
     assert cells[0] == str(len(path_to(session, "b2000006")))
     assert int(cells[0]) < session.entry_count
 

@@ -14,7 +14,7 @@ from typing import Any, Final, Literal, cast
 
 from treeview.session import js
 from treeview.session.agents import Agent, check_agent
-from treeview.session.fuzzy import FuzzyQuery, normalize_fast
+from treeview.session.fuzzy import FuzzyQuery, Joined, char_mask, normalize_many
 from treeview.session.selector import FilterMode, FlatNode, filter_tag
 from treeview.tree_index import (
     HIDDEN_ASSISTANT,
@@ -124,12 +124,11 @@ def filter_positions(
                 or ((label := node.label) and token in label.lower())
             ]
         return positions
+    query_matcher = FuzzyQuery(query.lower())  # read once, not once per node (its tokens: as `tokens`)
+    if agent == "omp" and forest is not None:
+        folded, masks, joined = _omp_texts(forest, texts, nodes)
+        return query_matcher.select(folded, positions, masks, joined)
     search = texts.search
-    # oh-my-pi splits words by case: the messages whose stored (lowercased) text loses that, as written.
-    cased = forest.case_texts() if forest is not None and agent == "omp" else {}
-    matchers = [FuzzyQuery(token) for token in tokens]  # each query read once, not once per node
-    # Each row's text as the matcher reads it, kept with the forest for the next search (most of the time).
-    normalized = forest.fuzzy_texts if forest is not None else {}
     kept = []
     for i in positions:
         flat_node = nodes[i]
@@ -139,26 +138,70 @@ def filter_positions(
             text = node.facts.search_text
         label = node.label
         if agent == "omp":
-            # oh-my-pi: every token matches "<label> <search text>" fuzzily (selector._omp_haystack). Its
-            # matcher splits camelCase words, so a message's role gets its case back ("toolResult": "tool
-            # result"), and a message with such words in its text is read as written (``Entry.fuzzy_text``).
-            message = node.entry.get("message")
-            if message is not None and (as_written := cased.get(flat_node.id)) is not None:
-                text = as_written
-            elif message is not None:
-                role = message.get("role")
-                if isinstance(role, str) and role != (lowered := role.lower()) and text.startswith(lowered):
-                    text = role + text[len(role) :]
-            known = normalized.get(flat_node.id)
-            if known is not None and known[0] == text and known[1] == label:
-                folded = known[2]
-            else:
-                folded = normalize_fast(f"{label} {text}" if label else text)
-                normalized[flat_node.id] = (text, label, folded)
-            if all(matcher.matches_normalized(folded) for matcher in matchers):
+            if query_matcher.matches(_omp_haystack(node, text, label)):
                 kept.append(i)
         else:
             haystack = f"{label.lower()} {text}" if label else text
             if all(token in haystack for token in tokens):
                 kept.append(i)
     return kept
+
+
+def _omp_haystack(node: Any, text: str, label: str | None) -> str:
+    """oh-my-pi: every token matches "<label> <search text>" fuzzily (selector._omp_haystack). Its matcher
+    splits camelCase words, so a message's role gets its case back ("toolResult": "tool result"); a message
+    with such words in its text comes as written (``Forest.case_texts``, see :func:`_omp_texts`)."""
+    message = node.entry.get("message")
+    if message is not None:
+        role = message.get("role")
+        if isinstance(role, str) and role != (lowered := role.lower()) and text.startswith(lowered):
+            text = role + text[len(role) :]
+    return f"{label} {text}" if label else text
+
+
+def _omp_texts(
+    forest: Forest, texts: AgentTexts, nodes: Sequence[FlatNode]
+) -> tuple[list[str], list[int], Joined]:
+    """Each flat node's haystack as oh-my-pi's matcher reads it (normalized) and its characters
+    (``fuzzy.char_mask``) by index, and all of them joined, kept with the forest for the next search on the
+    same tree while nothing was stored (``next_seq``: labels are stored entries too); made again from the
+    per-node texts kept in ``forest.fuzzy_texts``, where only a node whose text or label changed is
+    normalized again."""
+    key = (forest.generation, forest.next_seq, len(nodes))
+    for kept_nodes, kept_texts, kept_key, kept in forest.fuzzy_flat:
+        if kept_nodes is nodes and kept_texts is texts and kept_key == key:
+            return kept
+    search = texts.search
+    # The messages whose stored (lowercased) text loses the case oh-my-pi splits words by, as written.
+    cased = forest.case_texts()
+    known_texts = forest.fuzzy_texts
+    folded: list[str] = []
+    masks: list[int] = []
+    # (index, id, text, label, haystack) of the nodes whose text or label is new: normalized all at once.
+    fresh: list[tuple[int, Any, str, str | None, str]] = []
+    for index, flat_node in enumerate(nodes):
+        node = flat_node.node
+        text = cased.get(flat_node.id) if node.entry.get("message") is not None else None
+        if text is None:
+            text = search.get(flat_node.id)
+        if text is None:
+            text = node.facts.search_text
+        label = node.label
+        known = known_texts.get(flat_node.id)
+        if known is None or known[0] != text or known[1] != label:
+            fresh.append((index, flat_node.id, text, label, _omp_haystack(node, text, label)))
+            folded.append("")
+            masks.append(0)
+        else:
+            folded.append(known[2])
+            masks.append(known[3])
+    for (index, node_id, text, label, _), normal in zip(
+        fresh, normalize_many([item[4] for item in fresh]), strict=True
+    ):
+        mask = char_mask(normal)
+        known_texts[node_id] = (text, label, normal, mask)
+        folded[index] = normal
+        masks[index] = mask
+    made = (folded, masks, Joined(folded))
+    forest.fuzzy_flat = [(nodes, texts, key, made), *forest.fuzzy_flat[:1]]
+    return made

@@ -425,9 +425,11 @@ class Forest:
         # splits its words by case), as of the rows with seq < _case_seq (case_texts; grown on use).
         self._case_texts: dict[str, str] = {}
         self._case_seq = 0
-        # Node id -> (text, label, normalized haystack) for oh-my-pi's fuzzy search (treeview/tree_filter.py);
-        # an entry whose text or label changed is made again there.
-        self.fuzzy_texts: dict[Any, tuple[str, str | None, str]] = {}
+        # Node id -> (text, label, normalized haystack, its fuzzy.char_mask) for oh-my-pi's fuzzy search
+        # (treeview/tree_filter.py); an entry whose text or label changed is made again there.
+        self.fuzzy_texts: dict[Any, tuple[str, str | None, str, int]] = {}
+        # The haystacks and masks of a flattened tree's nodes by index, for its next search (tree_filter).
+        self.fuzzy_flat: list[tuple[Any, Any, tuple[int, int, int], Any]] = []
 
     @classmethod
     def load(cls, session: AgentSession) -> Forest:

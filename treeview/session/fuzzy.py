@@ -13,10 +13,22 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from itertools import accumulate
 from typing import Final
 
-__all__ = ["FuzzyQuery", "case_matters", "fuzzy_matches", "normalize_fast", "normalize_for_search"]
+__all__ = [
+    "FuzzyQuery",
+    "Joined",
+    "case_matters",
+    "char_mask",
+    "fuzzy_matches",
+    "normalize_fast",
+    "normalize_many",
+    "normalize_for_search",
+]
 
 _UPPER_RUN: Final = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _CAMEL: Final = re.compile(r"([a-z0-9])([A-Z])")
@@ -180,6 +192,12 @@ def case_matters(value: str) -> bool:
     return _CAMEL.search(value) is not None or _UPPER_RUN.search(value) is not None
 
 
+# Separates the texts normalized at once (in a text, a gap: replaced by a space first).
+_BETWEEN: Final = "\x00"
+_AROUND_BETWEEN: Final = re.compile(f" ?{_BETWEEN} ?")
+_ASCII_GAPS_BETWEEN: Final = re.compile(f"[^a-z0-9{_BETWEEN}]+")
+
+
 def normalize_fast(value: str) -> str:
     """:func:`normalize_for_search` by regular expressions (the same result, without a step per character)."""
     value = _CAMEL.sub(r"\1 \2", _UPPER_RUN.sub(r"\1 \2", value)).lower()
@@ -188,10 +206,98 @@ def normalize_fast(value: str) -> str:
     return _gaps().sub(" ", value).strip(" ")
 
 
+def normalize_many(values: Sequence[str]) -> list[str]:
+    """:func:`normalize_fast` of each of ``values``; the ASCII ones (most) on all of them joined, a few scans
+    in C instead of a few per text. No step reaches across the separator (a control character, which
+    lowercasing and the camelCase patterns leave alone, and which a text's own gaps would have become)."""
+    out = [""] * len(values)
+    ascii_rows = []
+    for row, value in enumerate(values):
+        if value.isascii():
+            ascii_rows.append(row)
+        else:
+            out[row] = normalize_fast(value)
+    if ascii_rows:
+        joined = _BETWEEN.join(
+            value.replace(_BETWEEN, " ") if _BETWEEN in value else value
+            for value in (values[row] for row in ascii_rows)
+        )
+        joined = _CAMEL.sub(r"\1 \2", _UPPER_RUN.sub(r"\1 \2", joined)).lower()
+        joined = _AROUND_BETWEEN.sub(_BETWEEN, _ASCII_GAPS_BETWEEN.sub(" ", joined)).strip(" ")
+        for row, normal in zip(ascii_rows, joined.split(_BETWEEN), strict=True):
+            out[row] = normal
+    return out
+
+
+# One bit per lowercase ASCII letter and digit; any other character shares one of 27 bits with others (a
+# necessary condition only: a text whose mask lacks a bit of the query's cannot match it).
+_ASCII_BITS: Final = {ch: 1 << i for i, ch in enumerate("abcdefghijklmnopqrstuvwxyz0123456789")}
+_SEPARATOR: Final = "\n"  # joins the texts searched at once (normalized texts hold no newline)
+
+
+def char_mask(text: str) -> int:
+    """The characters of ``text`` (spaces left out) as a bit set: a cheap test that a query cannot match."""
+    mask = 0
+    bits = _ASCII_BITS
+    for ch in set(text):
+        bit = bits.get(ch)
+        if bit is None:
+            if ch == " ":
+                continue
+            bit = 1 << (36 + ord(ch) % 27)
+        mask |= bit
+    return mask
+
+
+class Joined:
+    """Texts joined by newlines (searched at once), which texts (``rows``) and where each starts."""
+
+    __slots__ = ("rows", "starts", "text")
+
+    def __init__(self, texts: Sequence[str], rows: Sequence[int] | None = None) -> None:
+        self.rows = list(range(len(texts)) if rows is None else rows)
+        parts = [texts[row] for row in self.rows] if rows is not None else list(texts)
+        self.text = _SEPARATOR.join(parts)
+        self.starts = [0, *accumulate(len(part) + 1 for part in parts)]
+        self.starts.pop()
+
+
+def _hits(joined: str, starts: list[int], find: Callable[[int], int]) -> list[int]:
+    """The places (in ``starts``) of the texts in which ``find`` (the next match at or after a position, or
+    -1) finds something; after a hit the search goes on at the next text."""
+    found: list[int] = []
+    last = len(starts) - 1
+    position = 0
+    while True:
+        at = find(position)
+        if at < 0:
+            return found
+        k = bisect_right(starts, at) - 1
+        found.append(k)
+        if k >= last:
+            return found
+        position = starts[k + 1]
+
+
+def _regex_find(pattern: re.Pattern[str], joined: str) -> Callable[[int], int]:
+    def find(position: int) -> int:
+        match = pattern.search(joined, position)
+        return -1 if match is None else match.start()
+
+    return find
+
+
+def _at_word_start(escaped: str, rest: str = "") -> re.Pattern[str]:
+    """``escaped`` (a regular expression of fixed width, characters) at the start of a word of texts joined
+    by newlines, then ``rest``. The characters come first and the word start is checked behind them, so
+    that the search looks for the characters (fast) instead of trying a lookbehind at every position."""
+    return re.compile(f"{escaped}(?<![^ \\n]{escaped}){rest}")
+
+
 class _Token:
     """One query token (or a swapped variant of it), with the patterns that rule out most texts at once."""
 
-    __slots__ = ("acronym", "in_order", "prefix_word", "start", "text")
+    __slots__ = ("acronym", "in_order", "prefix_word", "required", "start", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -205,6 +311,8 @@ class _Token:
         self.prefix_word = re.compile(f"(?:^| )(?:{'|'.join(shorter)})(?= |$)") if shorter else None
         # Words starting with its characters, in order (a necessary condition of _acronym).
         self.acronym = re.compile("(?:^| )" + ".*? ".join(escaped)) if 2 <= len(text) <= 4 else None
+        # Characters every matching text holds: the shortest word prefix_word accepts, else all of them.
+        self.required = char_mask(text[: max(1, len(text) - 2)])
 
     def matches(self, normalized: str) -> bool:
         """``_token_direct`` on the text whose normalized form is ``normalized``."""
@@ -227,6 +335,80 @@ class _Token:
             index.words = normalized.split(" ")
             return _acronym(token, index)
         return False
+
+    def select(self, texts: Sequence[str], rows: Sequence[int], joined: Joined | None = None) -> set[int]:
+        """The ``rows`` (indexes of non-empty normalized ``texts``) that :meth:`matches`, decided for all of
+        them at once: each way to match is one scan over the texts joined (in C; ``joined``: all ``texts``,
+        when kept), the texts it found checked one by one only where :meth:`matches` checks more than a
+        pattern; a text matched is not checked again, and the texts left are joined again once they are
+        fewer than half of those joined."""
+        token = self.text
+        hit: set[int] = set()
+        live = set(rows)
+        current = joined if joined is not None and len(rows) * 2 >= len(joined.rows) else None
+
+        def scan(find: Callable[[str], Callable[[int], int]], check: Callable[[str], bool] | None) -> None:
+            nonlocal current
+            if not live:
+                return
+            if current is None or len(live) * 2 < len(current.rows):
+                current = Joined(texts, [row for row in rows if row in live])
+            joined_rows = current.rows
+            found = [
+                row
+                for row in (joined_rows[k] for k in _hits(current.text, current.starts, find(current.text)))
+                if row in live
+            ]
+            if check is not None:
+                found = [row for row in found if check(texts[row])]
+            hit.update(found)
+            live.difference_update(found)
+
+        scan(lambda joined: lambda position: joined.find(token, position), None)
+        escaped = [re.escape(ch) for ch in token]
+        # A whole word that the token starts with, one or two characters short.
+        shorter = [
+            "".join(escaped[1:size]) + "(?![^ \\n])" for size in range(max(1, len(token) - 2), len(token))
+        ]
+        if len(token) >= _MIN_SHADOW_RESCAN:
+            # At a word start, spaces ignored, or one of those words: each starts with the token's first
+            # character at a word start, so one scan finds them all.
+            start = _at_word_start(escaped[0], f"(?: ?{' ?'.join(escaped[1:])}|{'|'.join(shorter)})")
+            scan(lambda joined: _regex_find(start, joined), None)
+        else:
+            if len(token) == 2:
+                # Found in the words with their spaces taken out, not as a substring: across one space.
+                spaced = re.compile(re.escape(token[0]) + " " + re.escape(token[1]))
+                scan(
+                    lambda joined: _regex_find(spaced, joined),
+                    lambda text: _compact_word_start(_Index(text), token),
+                )
+            for rest in shorter:
+                word = _at_word_start(escaped[0], rest)
+                scan(lambda joined, word=word: _regex_find(word, joined), None)  # type: ignore[misc]
+        # Its characters in order within one word, each gap no longer than the span allows
+        # (_in_order_within: a necessary condition), then the words found checked.
+        gap = max(len(token) + 2, -(-len(token) * 9 // 5)) - len(token)
+        in_order = re.compile(f"[^ \\n]{{0,{gap}}}?".join(escaped))
+        in_word = re.compile(f"[^ ]*{f'[^ ]{{0,{gap}}}?'.join(escaped)}[^ ]*")
+        scan(
+            lambda joined: _regex_find(in_order, joined),
+            lambda text: any(_in_order_within(token, m.group()) for m in in_word.finditer(text)),
+        )
+        if self.acronym is not None:
+            # Words starting with its characters, in order, at most two words skipped between two of them
+            # (_acronym allows two words more than the token's characters: a necessary condition).
+            acronym = _at_word_start(
+                escaped[0], "".join(f"[^ \\n]*+(?: [^ \\n]++){{0,2}}? {e}" for e in escaped[1:])
+            )
+
+            def acronym_check(text: str) -> bool:
+                index = _Index.__new__(_Index)
+                index.words = text.split(" ")
+                return _acronym(token, index)
+
+            scan(lambda joined: _regex_find(acronym, joined), acronym_check)
+        return hit
 
 
 class FuzzyQuery:
@@ -257,3 +439,34 @@ class FuzzyQuery:
             if not any(variant.matches(normalized) for variant in variants):
                 return False
         return True
+
+    def select(
+        self,
+        texts: Sequence[str],
+        rows: Sequence[int] | None = None,
+        masks: Sequence[int] | None = None,
+        joined: Joined | None = None,
+    ) -> list[int]:
+        """The ``rows`` (default: all) of the normalized ``texts`` that :meth:`matches_normalized` accepts
+        (the same answers, in the same order), decided for many texts at once; ``masks``: each text's
+        :func:`char_mask`, when kept, rules out at once the texts that lack a character every match needs;
+        ``joined``: all the texts joined, when kept."""
+        rows = list(range(len(texts)) if rows is None else rows)
+        if not self.tokens:
+            return rows
+        rows = [i for i in rows if texts[i]]
+        for token, variants in self.tokens:
+            if masks is not None:
+                required = token.required
+                for variant in variants:
+                    required &= variant.required
+                if required:
+                    rows = [i for i in rows if masks[i] & required == required]
+            hit = token.select(texts, rows, joined)
+            for variant in variants:
+                rest = [i for i in rows if i not in hit]
+                if not rest:
+                    break
+                hit |= variant.select(texts, rest, joined)
+            rows = [i for i in rows if i in hit]
+        return rows

@@ -362,9 +362,32 @@ def _render_detail(request: HttpRequest, state: PageState, tree: explorer.Explor
     # A new selection, filter, search or tab: the tree, and the reading pane swapped out of band (the Context
     # tab follows the selection while it is open, and closes when the URL has no ``tab=context``).
     tree_html = render_to_string(DETAIL_TEMPLATE + "#tree", context, request)
+    if _keeps_reading(request, state):
+        # A filter or search with a selection: the reading pane shows the same entry, so the tree comes alone
+        # and at once (the browser does not parse and lay out the conversation again before the tree shows);
+        # explorer.js then loads the pane again for its links, which carry the filter and the search
+        # (HX-Trigger-After-Settle).
+        response = HttpResponse(tree_html)
+        response["HX-Trigger-After-Settle"] = READING_STALE
+        return response
     pane_context = {**_conversation_context(context, tree), "oob": True}
     pane_html = "".join(render_to_string(name, pane_context, request) for name in SELECTION_PARTS)
     return HttpResponse(tree_html + pane_html)
+
+
+#: The event that tells explorer.js to load the reading pane again (its links are the previous filter's).
+READING_STALE = "arbor:reading-stale"
+#: The ids of the tree's filter form and search box (htmx sends the requesting element's id as HX-Trigger).
+FILTER_TRIGGERS = frozenset({"tree-filter", "tree-search"})
+
+
+def _keeps_reading(request: HttpRequest, state: PageState) -> bool:
+    """Whether a tree answer may leave the reading pane out: a filter or search from the tree's own form (not
+    a tab, a link or a selection) with a selection. The pane shows the selected entry whatever the filter
+    (``_detail_context``: the entry asked for, even when the tree selects its nearest visible ancestor), so
+    only its links change."""
+    trigger = request.headers.get("HX-Trigger")
+    return trigger in FILTER_TRIGGERS and state.target_id is not None and state.end is None
 
 
 @require_safe
