@@ -7,7 +7,8 @@ Run from the repository root (PostgreSQL on 127.0.0.1:5432 with trust auth, Redi
     .venv/bin/python bench/load_bench.py --record               # also write the results into BENCHMARKS.md
 
 For each database: a fresh database (``bench/import_bench.fresh_database``) with the generated 50,000-entry
-session (seed 2) and the hand-made fixtures imported, 50 users, and one daphne in the production profile
+session (seed 2) and the hand-made fixtures imported, 50 users, and one daphne (``--workers N``: N of them, as
+``./arbor serve --workers N`` runs, with Redis on both databases) in the production profile
 (``DJANGO_DEBUG=0``, ``ARBOR_SINGLE_USER=0``; on PostgreSQL with the Redis channel layer and cache). Then:
 
 * **load**: 20, then 50 signed-in clients for ``--seconds`` each, every client asking in turn for the session
@@ -242,20 +243,23 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def _load(base: str, sid: str, deep_id: str, clients: int, seconds: float, pid: int) -> dict[str, Any]:
-    signed_in = [await _signed_in_client(base, index) for index in range(clients)]
+async def _load(
+    bases: list[str], sid: str, deep_id: str, clients: int, seconds: float, pids: list[int]
+) -> dict[str, Any]:
+    # Clients spread over the workers as a front server spreads them (round robin).
+    signed_in = [await _signed_in_client(bases[index % len(bases)], index) for index in range(clients)]
     plan = _requests(sid, deep_id)
     # Warm-up: every kind once, so "before" is the RSS of a server that has served each page.
     for _kind, url, headers in plan:
         await signed_in[0].get(url.format(word="tree"), headers=headers)
-    rss_before = _rss_mb(pid)
+    rss_before = sum(_rss_mb(pid) for pid in pids)
     latencies: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
     until = time.monotonic() + seconds
     await asyncio.gather(
         *(_client_loop(c, plan, until, latencies, errors, i) for i, c in enumerate(signed_in))
     )
-    rss_after = _rss_mb(pid)
+    rss_after = sum(_rss_mb(pid) for pid in pids)
     for client in signed_in:
         await client.aclose()
     await asyncio.sleep(10)
@@ -269,7 +273,7 @@ async def _load(base: str, sid: str, deep_id: str, clients: int, seconds: float,
         "errors": dict(errors),
         "rss_before": rss_before,
         "rss_after": rss_after,
-        "rss_rest": _rss_mb(pid),
+        "rss_rest": sum(_rss_mb(pid) for pid in pids),
     }
 
 
@@ -447,21 +451,25 @@ def _deep_id(path: Path, depth: int) -> str:
 
 
 def run_backend(
-    backend: str, seconds: float, client_counts: list[int], kill_delays: list[float]
+    backend: str, seconds: float, client_counts: list[int], kill_delays: list[float], workers: int = 1
 ) -> dict[str, Any]:
     session_file, _ = ensure_session(PAGE_ENTRIES, 2)
-    results: dict[str, Any] = {"backend": backend}
+    results: dict[str, Any] = {"backend": backend, "workers": workers}
     with fresh_database(backend) as base_env:
         env = _server_env(base_env, backend)
+        if workers > 1:
+            env["ARBOR_REDIS_URL"] = REDIS_URL  # several workers share live updates through Redis
         sid = _prepare(env, session_file)
         deep_id = _deep_id(session_file, PAGE_ENTRIES // 2)
         log = Path(env["ARBOR_DATA_DIR"]) / "daphne.log"
-        with daphne(env, log, timeout=120) as url:
-            pid = _daphne_pid(url)
+        with contextlib.ExitStack() as servers:
+            urls = [servers.enter_context(daphne(env, log, timeout=120)) for _ in range(workers)]
+            url = urls[0]
+            pids = [_daphne_pid(each) for each in urls]
             results["load"] = []
             for clients in client_counts:
                 print(f"{backend}: {clients} clients for {seconds:.0f} s", file=sys.stderr)
-                outcome = asyncio.run(_load(url, sid, deep_id, clients, seconds, pid))
+                outcome = asyncio.run(_load(urls, sid, deep_id, clients, seconds, pids))
                 outcome["connections_after"] = _pg_connections(env)
                 results["load"].append(outcome)
             print(f"{backend}: {SOCKETS} sockets, {LABEL_SAVES} label saves", file=sys.stderr)
@@ -483,11 +491,16 @@ def run_backend(
 
 
 def render(all_results: list[dict[str, Any]], info: dict[str, str], seconds: float) -> str:
+    workers = max((r.get("workers", 1) for r in all_results), default=1)
     lines = [
         f"Machine: {info['cpus']} CPUs ({info['cpu']}), {info['memory']}, Python {info['python']}; "
         f"{info['date']}; load average at the start {info['load']}.",
-        f"`.venv/bin/python bench/load_bench.py --seconds {seconds:.0f}`: one daphne, `DJANGO_DEBUG=0`, "
-        "multi-user; PostgreSQL with the Redis channel layer and cache.",
+        f"`.venv/bin/python bench/load_bench.py --seconds {seconds:.0f}"
+        f"{f' --workers {workers}' if workers > 1 else ''}`: {workers} daphne process"
+        f"{'es (clients spread round robin; the fan-out on the first)' if workers > 1 else ''}, "
+        "`DJANGO_DEBUG=0`, "
+        "multi-user; PostgreSQL with the Redis channel layer and cache"
+        f"{', SQLite too' if workers > 1 else ''}.",
         "",
         "| backend | clients | list p50 / p95 | page p50 / p95 | filter p50 / p95 | search p50 / p95 | "
         "deep link p50 / p95 | requests | errors | RSS before → after → rested | PG connections after |",
@@ -581,6 +594,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--clients", default="20,50")
     parser.add_argument("--kill-at", default="2,5,9", help="seconds into the import; empty: skip")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="daphne processes (as `./arbor serve --workers N`; >1: Redis)"
+    )
     parser.add_argument("--record", action="store_true")
     parser.add_argument("--json", action="store_true", help="print the raw results as JSON")
     args = parser.parse_args(argv)
@@ -591,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
     clients = [int(x) for x in args.clients.split(",") if x.strip()]
     results = []
     for backend in args.backends.split(","):
-        results.append(run_backend(backend, args.seconds, clients, kill_delays))
+        results.append(run_backend(backend, args.seconds, clients, kill_delays, args.workers))
         # Kept as they come: a later failure does not lose a long run's figures.
         (ROOT / "bench" / "out" / f"load-{backend}.json").write_text(json.dumps(results[-1], indent=2))
     if args.json:
