@@ -967,6 +967,20 @@ def test_huge_markdown_is_cut_and_bounded(text: str) -> None:
     audit(html)
 
 
+def test_a_message_of_brackets_is_shown_as_plain_text_quickly() -> None:
+    """markdown-it tries each "[" as a link label (200,000 took seconds); past MARKDOWN_MAX_BRACKETS the
+    text is shown as written, every character of it, with a note why."""
+    text = "[see <b>this</b>] " + "[" * 50_000
+    view, html, seconds = timed(lambda: render_entry(message_entry({"role": "user", "content": text})))
+    assert "Shown as plain text: 50,001 square brackets" in html
+    assert "[see &lt;b&gt;this&lt;/b&gt;] " + "[" * 50_000 in html
+    assert seconds < 1
+    audit(html)
+    # Fewer brackets: Markdown as usual.
+    few = render_entry(message_entry({"role": "user", "content": "[a link](https://example.com) **bold**"}))
+    assert "<strong>bold</strong>" in page([few]) and "Shown as plain text" not in page([few])
+
+
 def test_huge_tool_arguments_are_bounded() -> None:
     content = "def f():\n    return '<x>'\n" * (FIVE_MB // 26)
     calls = assistant(

@@ -27,6 +27,10 @@ from treeview.render.text import clean_text
 # Text longer than this is cut before rendering (a message can be megabytes long).
 MARKDOWN_MAX_CHARS = 200_000
 
+# markdown-it tries every "[" as the start of a link label (about 12 µs each): 200,000 of them took
+# 2-4 s to render (11 s on a busy machine). Past this many the text is shown as it is, without Markdown.
+MARKDOWN_MAX_BRACKETS = 10_000
+
 _FORMATTER = HtmlFormatter(nowrap=True)
 
 
@@ -71,12 +75,26 @@ def _cut_notice(shown: int, total: int) -> SafeString:
     )
 
 
+def _plain(text: str) -> SafeString:
+    """Text shown as written (escaped, in a preformatted block), saying why it is not rendered as Markdown."""
+    return format_html(
+        '<p class="{}">Shown as plain text: {} square brackets are too many to read as Markdown quickly.</p>'
+        "<pre><code>{}</code></pre>",
+        CUT_NOTICE_CLASS,
+        f"{text.count('['):,}",
+        text,
+    )
+
+
 def render_markdown(text: Any, *, limit: int = MARKDOWN_MAX_CHARS) -> SafeString:
     """Render Markdown `text` as sanitized HTML; text beyond `limit` characters is cut, with a notice."""
     if not isinstance(text, str):
         text = "" if text is None else str(text)
     shown, truncated = cut_text(text, limit)
-    html = sanitize(_MD.render(clean_text(shown)))
+    if shown.count("[") > MARKDOWN_MAX_BRACKETS:
+        html = _plain(clean_text(shown))
+    else:
+        html = sanitize(_MD.render(clean_text(shown)))
     if not truncated:
         return html
     return format_html("{}{}", html, _cut_notice(len(shown), len(text)))
