@@ -42,6 +42,16 @@ WAITING_ENTRIES = 500_000
 WAITING_CHUNK = 20
 #: Rows of the needs-changes and mentions sections per page.
 SECTION_ROWS = 25
+#: The fields a session's rules (``AgentSession.rules``) are decided from, and what reading its rows needs.
+RULES_FIELDS = (
+    "header_raw",
+    "title_slot_raw",
+    "agent_rules",
+    "imported_at",
+    "next_seq",
+    "entry_count",
+    "format_version",
+)
 
 Status = ReviewStatus.Status
 
@@ -199,7 +209,8 @@ def _waiting(user: Any, team: Team | None, offset: int) -> tuple[list[SessionBra
     candidates = (
         top_level(_waiting_candidates(user, team), user)
         .with_first_prompt()
-        .defer("header_raw", "prefix_raw", "title_slot_raw", "tail_raw", "pending_raw", "warnings")
+        # (the header and the title slot decide the session's rules, which word its branches' names)
+        .defer("prefix_raw", "tail_raw", "pending_raw", "warnings")
     )
     found: list[SessionBranches] = []
     position = offset
@@ -256,7 +267,8 @@ def _waiting_group(
         return None
     branches = [
         BranchLink(leaf.entry_id, leaf.text, _session_url(session, shared, leafId=leaf.entry_id))
-        for leaf in open_leaves[:BRANCHES_PER_SESSION]
+        # Named as the session's tree words its rows (only the branches shown are read).
+        for leaf in review_service.worded(session, open_leaves[:BRANCHES_PER_SESSION])
     ]
     return SessionBranches(
         session,
@@ -307,7 +319,16 @@ def _needs_changes(user: Any, team: Team | None, page: int) -> tuple[list[Sessio
         for s in AgentSession.objects.filter(pk__in={r.session_id for r in rows})
         .with_first_prompt()
         .only(
-            "pk", "session_id", "title", "cwd", "last_timestamp", "agent_key", "subagent_kind", "subagent_of"
+            "pk",
+            "session_id",
+            "title",
+            "cwd",
+            "last_timestamp",
+            "agent_key",
+            "subagent_kind",
+            "subagent_of",
+            # what the session's rules are decided from (they word the branches' names)
+            *RULES_FIELDS,
         )
     }
     # A subagent transcript's branch is shown under the session that spawned it (its title first).
@@ -316,7 +337,8 @@ def _needs_changes(user: Any, team: Team | None, page: int) -> tuple[list[Sessio
     texts: dict[tuple[int, str], str] = {}
     for pk in by_pk:
         leaf_ids = [r.leaf_id for r in rows if r.session_id == pk]
-        texts.update({(pk, leaf): name for leaf, name in review_service.branch_names(pk, leaf_ids).items()})
+        names = review_service.branch_names(by_pk[pk], leaf_ids)
+        texts.update({(pk, leaf): name for leaf, name in names.items()})
     shared = shared_ids((s.session_id for s in [*by_pk.values(), *parents.values()]), user)
     groups: list[SessionBranches] = []
     for row in rows:
