@@ -4,6 +4,7 @@ may not see it."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +235,54 @@ def test_subagent_transcripts_are_listed_under_the_session_that_spawned_them(
     assert f'<a class="review-parent" href="/s/{by_key["session"].session_id}/">' in heading
     assert by_key["session"].display_title in heading and anna.display_title in heading
     assert f"/s/{anna.session_id}/?leafId=b0000004" in changes
+
+
+@pytest.mark.django_db
+def test_a_mention_on_a_subagent_transcript_is_under_its_sessions_title(
+    tmp_path: Path, settings: Any
+) -> None:
+    from django.contrib.auth.models import User
+
+    from tests.subagent_tree import build_tree
+    from treeview.services.sync import sync_paths
+
+    settings.ARBOR_SINGLE_USER = False
+    settings.ARBOR_WRITE_BACK = False
+    build_tree(tmp_path)
+    sync_paths([tmp_path])
+    me = User.objects.create_user("me", password="pw-me")
+    AgentSession.objects.update(owner=me)
+    by_key = {s.agent_key or "session": s for s in AgentSession.objects.with_first_prompt()}
+    top, cy = by_key["session"], by_key["Anna.Cy"]
+    # Each transcript's own title is its task prompt, not the session's.
+    assert cy.display_title != top.display_title
+    for session, body in ((cy, "@me look at Cy"), (top, "@me look at the session")):
+        comment = Comment.objects.create(session=session, entry_id="b0000002", author=me, body=body)
+        comment.mentions.set([me])
+    client = Client()
+    client.force_login(me)
+    mentions = _section(client.get("/review/").content.decode(), "mentions")
+    items = {
+        "cy" if "look at Cy" in item else "top": item
+        for item in re.findall(r"<li>(.*?)</li>", mentions, re.S)
+    }
+    # Anna.Cy (a subagent of a subagent): under the session of its own, the transcript named by its agent id.
+    assert re.search(
+        rf'<a class="review-parent" href="/s/{top.session_id}/">{re.escape(top.display_title)}</a>',
+        items["cy"],
+    )
+    assert re.search(
+        rf'<a class="review-transcript" href="/s/{cy.session_id}/\?targetId=b0000002"[^>]*>Anna\.Cy</a>',
+        items["cy"],
+    )
+    assert "subagent" in items["cy"] and cy.display_title not in re.sub(r'title="[^"]*"', "", items["cy"])
+    # The session's own comment: its title, no parent.
+    assert "review-parent" not in items["top"]
+    assert f'<a href="/s/{top.session_id}/?targetId=b0000002">{top.display_title}</a>' in items["top"]
+    # A session the reader may not see is not named: the transcript goes under the outermost one they see.
+    other = User.objects.create_user("other", password="pw-other")
+    AgentSession.objects.filter(pk=top.pk).update(owner=other, visibility=AgentSession.Visibility.PRIVATE)
+    mentions = _section(client.get("/review/").content.decode(), "mentions")
+    anna = by_key["Anna"]
+    assert top.display_title not in mentions and "look at the session" not in mentions
+    assert f'<a class="review-parent" href="/s/{anna.session_id}/">{anna.display_title}</a>' in mentions

@@ -27,7 +27,7 @@ from treeview.session.branches import CONVERSATIONAL_TYPES
 from treeview.session.selector import FilterMode
 from treeview.views.common import copy_note, copy_param, htmx_target, refusal, session_or_404, shared_ids
 from treeview.views.detail import DETAIL_TEMPLATE, PageState, _detail_context
-from treeview.views.subagents import SubagentNode, subagent_trees, top_level
+from treeview.views.subagents import MAX_DEPTH, SubagentNode, subagent_trees, top_level
 
 __all__ = ["review_page", "set_review_status"]
 
@@ -163,6 +163,9 @@ class Mention:
     session: AgentSession
     url: str | None
     excerpt: str
+    #: For a comment on a subagent transcript: the session of its own it was spawned under (the list's row).
+    parent: AgentSession | None = None
+    parent_url: str | None = None
 
 
 def _session_url(session: AgentSession, shared: set[str], **params: str) -> str | None:
@@ -299,6 +302,32 @@ def _parents(sessions: list[AgentSession], user: Any) -> dict[int, AgentSession]
     return {s.pk: parents[s.subagent_of_id] for s in sessions if s.subagent_of_id in parents}
 
 
+def _top_parents(sessions: list[AgentSession], user: Any) -> dict[int, AgentSession]:
+    """Subagent transcript pk → the session of its own above it (up the ``subagent_of`` links, one query
+    per level), or the outermost one ``user`` sees below an unseen one: the row the list nests it under."""
+    pending: dict[int, int] = {s.pk: s.subagent_of_id for s in sessions if s.subagent_of_id is not None}
+    top: dict[int, AgentSession] = {}
+    for _ in range(MAX_DEPTH):
+        if not pending:
+            break
+        rows = {
+            p.pk: p
+            for p in visible_sessions(user, AgentSession.objects.filter(pk__in=set(pending.values())))
+            .with_first_prompt()
+            .only("pk", "session_id", "title", "subagent_of")
+        }
+        going_on: dict[int, int] = {}
+        for pk, parent_pk in pending.items():
+            parent = rows.get(parent_pk)
+            if parent is None:
+                continue  # not visible: the outermost one seen stays
+            top[pk] = parent
+            if parent.subagent_of_id is not None:
+                going_on[pk] = parent.subagent_of_id
+        pending = going_on
+    return top
+
+
 def _needs_changes(user: Any, team: Team | None, page: int) -> tuple[list[SessionBranches], bool]:
     """Branches marked "needs changes" on my sessions (single-user mode: on every session), newest first."""
     sessions = _scope(user, team)
@@ -385,17 +414,27 @@ def _mentions(user: Any, team: Team | None, page: int) -> tuple[list[Mention], b
         s.pk: s
         for s in AgentSession.objects.filter(pk__in={c.session_id for c in rows})
         .with_first_prompt()
-        .only("pk", "session_id", "title")
+        .only("pk", "session_id", "title", "agent_key", "subagent_kind", "subagent_of")
     }
-    shared = shared_ids((s.session_id for s in by_pk.values()), user)
+    # A comment on a subagent transcript is shown under the session it was spawned in, the transcript named.
+    parents = _top_parents(list(by_pk.values()), user)
+    shared = shared_ids((s.session_id for s in [*by_pk.values(), *parents.values()]), user)
     mentions = []
     for comment in rows:
         session = by_pk[comment.session_id]
         excerpt = " ".join(comment.body.split())
         if len(excerpt) > 160:
             excerpt = excerpt[:159].rstrip() + "…"
+        parent = parents.get(session.pk)
         mentions.append(
-            Mention(comment, session, _session_url(session, shared, targetId=comment.entry_id), excerpt)
+            Mention(
+                comment,
+                session,
+                _session_url(session, shared, targetId=comment.entry_id),
+                excerpt,
+                parent,
+                _session_url(parent, shared) if parent is not None else None,
+            )
         )
     return mentions, more
 
