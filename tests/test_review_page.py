@@ -286,3 +286,37 @@ def test_a_mention_on_a_subagent_transcript_is_under_its_sessions_title(
     anna = by_key["Anna"]
     assert top.display_title not in mentions and "look at the session" not in mentions
     assert f'<a class="review-parent" href="/s/{anna.session_id}/">{anna.display_title}</a>' in mentions
+
+
+@pytest.mark.django_db
+def test_the_entry_budget_counts_the_subagent_transcripts_entries(
+    client: Client, tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.reference import import_fixture
+    from tests.subagent_tree import build_tree
+    from treeview.services.sync import sync_paths
+
+    settings.ARBOR_SINGLE_USER = True
+    settings.ARBOR_WRITE_BACK = False
+    (tmp_path / "tree").mkdir()
+    build_tree(tmp_path / "tree")
+    sync_paths([tmp_path / "tree"])
+    other = import_fixture(tmp_path, "v3_branching_labels.jsonl")
+    spawner = AgentSession.objects.get(subagent_of=None, subagent_kind="", pk__lt=other.pk)
+    transcripts = AgentSession.objects.exclude(pk__in=[spawner.pk, other.pk])
+    below = sum(transcripts.values_list("entry_count", flat=True))
+    assert transcripts.count() == 5 and below > 0
+    # The two sessions' own entries fit; with the transcripts below the spawner's, they do not.
+    monkeypatch.setattr(review_views, "WAITING_ENTRIES", spawner.entry_count + other.entry_count)
+    first = _section(client.get("/review/").content.decode(), "waiting")
+    assert first.count('<article class="review-session">') == 1
+    assert 'href="/review/?waiting=1"' in first
+    second = _section(client.get("/review/?waiting=1").content.decode(), "waiting")
+    assert second.count('<article class="review-session">') == 1
+    titles = {s.pk: s.display_title for s in AgentSession.objects.with_first_prompt()}
+    shown = [pk for pk in (spawner.pk, other.pk) if titles[pk] in first]
+    assert len(shown) == 1 and titles[({spawner.pk, other.pk} - set(shown)).pop()] in second
+    # With room for the transcripts too, one request lists both.
+    monkeypatch.setattr(review_views, "WAITING_ENTRIES", spawner.entry_count + other.entry_count + below)
+    both = _section(client.get("/review/").content.decode(), "waiting")
+    assert both.count('<article class="review-session">') == 2 and "?waiting=" not in both

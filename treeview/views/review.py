@@ -207,7 +207,8 @@ def _waiting_candidates(user: Any, team: Team | None) -> QuerySet[AgentSession]:
 def _waiting(user: Any, team: Team | None, offset: int) -> tuple[list[SessionBranches], int | None]:
     """Sessions with unreviewed branches from ``offset`` on, newest first, and where the next page starts
     (``None``: no more). Bounded: a request looks at ``WAITING_SCAN`` sessions at most, and at sessions of
-    ``WAITING_ENTRIES`` entries in all (at least one): finding a session's branches reads its entries."""
+    ``WAITING_ENTRIES`` entries in all, their subagent transcripts' included (at least one session): finding
+    a session's branches reads its entries and its transcripts'."""
     # Sessions of their own: a subagent transcript is listed under the session that spawned it.
     candidates = (
         top_level(_waiting_candidates(user, team), user)
@@ -222,12 +223,23 @@ def _waiting(user: Any, team: Team | None, offset: int) -> tuple[list[SessionBra
         chunk = list(candidates[position : position + WAITING_CHUNK])
         if not chunk:
             return found, None
-        take = 0
-        while take < len(chunk) and (take == 0 or entries + chunk[take].entry_count <= WAITING_ENTRIES):
-            entries += chunk[take].entry_count
-            take += 1
-        chunk = chunk[:take]
+        # A session's branches are found with those of the subagent transcripts below it: its entries and
+        # theirs are read. The first session of a request is looked at whatever its size.
         trees = subagent_trees(chunk, user)
+        take = 0
+        while take < len(chunk):
+            size = chunk[take].entry_count + sum(
+                node.session.entry_count for node in _walk(trees.get(chunk[take].pk, []))
+            )
+            if (scanned or take) and entries + size > WAITING_ENTRIES:
+                break
+            entries += size
+            take += 1
+        if take == 0:
+            break  # the next session waits for the next request
+        chunk = chunk[:take]
+        taken = {session.pk for session in chunk}
+        trees = {pk: nodes for pk, nodes in trees.items() if pk in taken}
         below = [node.session for nodes in trees.values() for node in _walk(nodes)]
         everyone = [*chunk, *below]
         leaves = review_service.session_leaves(everyone)
