@@ -225,7 +225,7 @@ def _waiting(user: Any, team: Team | None, offset: int) -> tuple[list[SessionBra
             return found, None
         # A session's branches are found with those of the subagent transcripts below it: its entries and
         # theirs are read. The first session of a request is looked at whatever its size.
-        trees = subagent_trees(chunk, user)
+        trees = subagent_trees(chunk, user, with_rules=True)  # (their rules word their branches' names)
         take = 0
         while take < len(chunk):
             size = chunk[take].entry_count + sum(
