@@ -143,3 +143,14 @@ def test_a_page_that_read_the_tree_words_review_names_from_the_forest(
     assert [leaf.text for leaf in leaves] == [V15]  # kept in the stored wording, worded when shown
     with django_assert_max_num_queries(0):
         assert [leaf.text for leaf in review.worded(session, leaves)] == [OMP_FIRST]
+
+
+def test_the_share_form_names_the_branch_as_the_header_does(clean: Path, client: Client) -> None:
+    session = _cut_session(clean)
+    # The header's share button leads to the form for the branch to its trailing model change.
+    response = client.get(f"/s/{session.session_id}/share/", {"leafId": "c94944ed"})
+    assert response.status_code == 200
+    page = html_lib.unescape(response.content.decode())
+    name = re.search(r'<strong class="branch-name" title="branch to entry c94944ed">([^<]*)</strong>', page)
+    assert name is not None and name.group(1) == f"“{OMP_FIRST}”"
+    assert V15 not in page

@@ -25,6 +25,7 @@ from treeview.models import AgentSession, Entry, ShareLink
 from treeview.redaction import Hit, mask_for
 from treeview.render import build_tool_call_map, render_entry
 from treeview.render.transcript import transcript_pieces
+from treeview.services import review as review_service
 from treeview.services import share, share_scan
 from treeview.services.export import header_line
 from treeview.session.jsonl import dumps, loads
@@ -175,9 +176,12 @@ def share_create(request: HttpRequest, session_id: str) -> HttpResponse:
     enabled = share.sharing_enabled()
     form = ShareForm(request.POST if request.method == "POST" else None, hit_ids=hit_ids)
     branch_query = {"leafId": leaf, "targetId": target, "filter": mode, "q": query}
+    # The branch in words, as the session page's header names it (a trailing label: the entry above names it).
+    anchor = review_service.branch_leaf(session, leaf)
     context: dict[str, Any] = {
         "session": session,
         "leaf_id": leaf,
+        "branch_name": review_service.branch_names(session, [anchor]).get(anchor, ""),
         "target_id": target,
         "mode": mode,
         "query": query,
