@@ -38,6 +38,7 @@ def clean(db: Any, tmp_path: Path, settings: Any) -> Path:
     settings.ARBOR_UPLOAD_DIR = tmp_path / "uploads"
     settings.ARBOR_DATA_DIR = tmp_path / "data"
     settings.ARBOR_WRITE_BACK = False
+    settings.ARBOR_SINGLE_USER = True  # every request acts as the local user
     explorer.clear_caches()
     return tmp_path
 
@@ -153,4 +154,17 @@ def test_the_share_form_names_the_branch_as_the_header_does(clean: Path, client:
     page = html_lib.unescape(response.content.decode())
     name = re.search(r'<strong class="branch-name" title="branch to entry c94944ed">([^<]*)</strong>', page)
     assert name is not None and name.group(1) == f"“{OMP_FIRST}”"
+    assert V15 not in page
+
+
+def test_the_shared_links_page_words_a_links_last_entry_as_the_tree_does(clean: Path, client: Client) -> None:
+    from treeview.access import local_user
+    from treeview.services import share
+
+    path = clean / REAL
+    shutil.copyfile(DATA / "real" / REAL, path)
+    session = _import(path)
+    share.create_link(local_user(), session, leaf_id=ABORTED)  # the branch to the aborted turn
+    page = html_lib.unescape(client.get("/shared/").content.decode())
+    assert f'<span title="to entry {ABORTED}">{OMP}</span>' in page
     assert V15 not in page
