@@ -236,7 +236,7 @@ def test_the_context_tab_names_its_entry_in_words(client: Client, session: Agent
 def test_branches_are_named_by_their_last_user_prompt(session: AgentSession) -> None:
     leaves = {leaf.entry_id: leaf.text for leaf in review.session_leaves([session])[session.pk]}
     assert leaves == {"b2000006": "Add subcommands.", "b2000008": "Add subcommands using click instead."}
-    assert review.branch_names(session.pk, ["b2000001", "a1000002", "nope"]) == {
+    assert review.branch_names(session, ["b2000001", "a1000002", "nope"]) == {
         "b2000001": "Write a CLI argument parser in Python.",
         "a1000002": "[thinking: medium]",  # no user message above: the entry's own text
     }

@@ -4,6 +4,7 @@ may not see it."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +235,88 @@ def test_subagent_transcripts_are_listed_under_the_session_that_spawned_them(
     assert f'<a class="review-parent" href="/s/{by_key["session"].session_id}/">' in heading
     assert by_key["session"].display_title in heading and anna.display_title in heading
     assert f"/s/{anna.session_id}/?leafId=b0000004" in changes
+
+
+@pytest.mark.django_db
+def test_a_mention_on_a_subagent_transcript_is_under_its_sessions_title(
+    tmp_path: Path, settings: Any
+) -> None:
+    from django.contrib.auth.models import User
+
+    from tests.subagent_tree import build_tree
+    from treeview.services.sync import sync_paths
+
+    settings.ARBOR_SINGLE_USER = False
+    settings.ARBOR_WRITE_BACK = False
+    build_tree(tmp_path)
+    sync_paths([tmp_path])
+    me = User.objects.create_user("me", password="pw-me")
+    AgentSession.objects.update(owner=me)
+    by_key = {s.agent_key or "session": s for s in AgentSession.objects.with_first_prompt()}
+    top, cy = by_key["session"], by_key["Anna.Cy"]
+    # Each transcript's own title is its task prompt, not the session's.
+    assert cy.display_title != top.display_title
+    for session, body in ((cy, "@me look at Cy"), (top, "@me look at the session")):
+        comment = Comment.objects.create(session=session, entry_id="b0000002", author=me, body=body)
+        comment.mentions.set([me])
+    client = Client()
+    client.force_login(me)
+    mentions = _section(client.get("/review/").content.decode(), "mentions")
+    items = {
+        "cy" if "look at Cy" in item else "top": item
+        for item in re.findall(r"<li>(.*?)</li>", mentions, re.S)
+    }
+    # Anna.Cy (a subagent of a subagent): under the session of its own, the transcript named by its agent id.
+    assert re.search(
+        rf'<a class="review-parent" href="/s/{top.session_id}/">{re.escape(top.display_title)}</a>',
+        items["cy"],
+    )
+    assert re.search(
+        rf'<a class="review-transcript" href="/s/{cy.session_id}/\?targetId=b0000002"[^>]*>Anna\.Cy</a>',
+        items["cy"],
+    )
+    assert "subagent" in items["cy"] and cy.display_title not in re.sub(r'title="[^"]*"', "", items["cy"])
+    # The session's own comment: its title, no parent.
+    assert "review-parent" not in items["top"]
+    assert f'<a href="/s/{top.session_id}/?targetId=b0000002">{top.display_title}</a>' in items["top"]
+    # A session the reader may not see is not named: the transcript goes under the outermost one they see.
+    other = User.objects.create_user("other", password="pw-other")
+    AgentSession.objects.filter(pk=top.pk).update(owner=other, visibility=AgentSession.Visibility.PRIVATE)
+    mentions = _section(client.get("/review/").content.decode(), "mentions")
+    anna = by_key["Anna"]
+    assert top.display_title not in mentions and "look at the session" not in mentions
+    assert f'<a class="review-parent" href="/s/{anna.session_id}/">{anna.display_title}</a>' in mentions
+
+
+@pytest.mark.django_db
+def test_the_entry_budget_counts_the_subagent_transcripts_entries(
+    client: Client, tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.reference import import_fixture
+    from tests.subagent_tree import build_tree
+    from treeview.services.sync import sync_paths
+
+    settings.ARBOR_SINGLE_USER = True
+    settings.ARBOR_WRITE_BACK = False
+    (tmp_path / "tree").mkdir()
+    build_tree(tmp_path / "tree")
+    sync_paths([tmp_path / "tree"])
+    other = import_fixture(tmp_path, "v3_branching_labels.jsonl")
+    spawner = AgentSession.objects.get(subagent_of=None, subagent_kind="", pk__lt=other.pk)
+    transcripts = AgentSession.objects.exclude(pk__in=[spawner.pk, other.pk])
+    below = sum(transcripts.values_list("entry_count", flat=True))
+    assert transcripts.count() == 5 and below > 0
+    # The two sessions' own entries fit; with the transcripts below the spawner's, they do not.
+    monkeypatch.setattr(review_views, "WAITING_ENTRIES", spawner.entry_count + other.entry_count)
+    first = _section(client.get("/review/").content.decode(), "waiting")
+    assert first.count('<article class="review-session">') == 1
+    assert 'href="/review/?waiting=1"' in first
+    second = _section(client.get("/review/?waiting=1").content.decode(), "waiting")
+    assert second.count('<article class="review-session">') == 1
+    titles = {s.pk: s.display_title for s in AgentSession.objects.with_first_prompt()}
+    shown = [pk for pk in (spawner.pk, other.pk) if titles[pk] in first]
+    assert len(shown) == 1 and titles[({spawner.pk, other.pk} - set(shown)).pop()] in second
+    # With room for the transcripts too, one request lists both.
+    monkeypatch.setattr(review_views, "WAITING_ENTRIES", spawner.entry_count + other.entry_count + below)
+    both = _section(client.get("/review/").content.decode(), "waiting")
+    assert both.count('<article class="review-session">') == 2 and "?waiting=" not in both

@@ -23,6 +23,7 @@ from treeview.explorer import (
 )
 from treeview.models import AgentSession
 from treeview.render import build_tool_call_map
+from treeview.session.agents import Agent
 from treeview.session.branches import branch_anchor, newest_leaf, shorten
 from treeview.tree_index import USER, DbNode
 
@@ -76,8 +77,9 @@ def _lookup(tree: ExplorerTree) -> Any:
     return lookup
 
 
-def branch_name(tree: ExplorerTree, leaf_id: str) -> str:
-    """The branch's name: its last user prompt, shortened (the leaf's row text when it has none)."""
+def branch_name(tree: ExplorerTree, leaf_id: str, agent: Agent) -> str:
+    """The branch's name: its last user prompt, shortened (the leaf's row text when it has none), worded as
+    ``agent``'s tree rows word it (the session's rules: the same text as the tree pane's row)."""
     by_id = tree.flat.by_id
     current: Any = leaf_id
     seen: set[Any] = set()
@@ -88,19 +90,29 @@ def branch_name(tree: ExplorerTree, leaf_id: str) -> str:
         seen.add(current)
         db = node.node
         if isinstance(db, DbNode) and db.flags & USER:
-            return shorten(_prompt_text(db.facts.text), NAME_CHARS)
+            return shorten(_prompt_text(_row_text(tree, current, agent)), NAME_CHARS)
         current = db.entry.get("parentId")
     node = by_id.get(leaf_id)
-    text = node.node.facts.text if node is not None and isinstance(node.node, DbNode) else leaf_id
+    text = _row_text(tree, leaf_id, agent) if node is not None and isinstance(node.node, DbNode) else leaf_id
     return shorten(text, NAME_CHARS)
 
 
-def entry_text(tree: ExplorerTree, entry_id: str | None) -> str:
-    """An entry in words for a heading: its row text, shortened ("" for an unknown entry)."""
+def entry_text(tree: ExplorerTree, entry_id: str | None, agent: Agent) -> str:
+    """An entry in words for a heading: its row text as ``agent``'s tree words it, shortened ("" for an
+    unknown entry)."""
     node = tree.flat.by_id.get(entry_id) if entry_id is not None else None
     if node is None or not isinstance(node.node, DbNode):
         return ""
-    return shorten(node.node.facts.text, NAME_CHARS)
+    return shorten(_row_text(tree, cast(str, entry_id), agent), NAME_CHARS)
+
+
+def _row_text(tree: ExplorerTree, entry_id: str, agent: Agent) -> str:
+    """The entry's row text as the tree pane shows it: the stored text (v15's wording) for v15's rules, else
+    the forest's row text by ``agent``'s wording (read from its line once per forest, then kept there)."""
+    node = cast(DbNode, tree.flat.by_id[entry_id].node)
+    if agent == "omp15" or tree.forest is None:
+        return node.facts.text
+    return tree.forest.row_texts(agent, [entry_id]).get(entry_id, node.facts.text)
 
 
 def _prompt_text(text: str) -> str:
@@ -110,22 +122,23 @@ def _prompt_text(text: str) -> str:
     return text
 
 
-def branch_on_screen(tree: ExplorerTree, selected_id: str | None) -> BranchOnScreen | None:
-    """The branch shown for ``selected_id``, with its name and totals (kept with the tree)."""
+def branch_on_screen(tree: ExplorerTree, selected_id: str | None, agent: Agent) -> BranchOnScreen | None:
+    """The branch shown for ``selected_id``, with its name (worded by ``agent``'s rules) and totals (kept
+    with the tree)."""
     leaf = branch_leaf(tree, selected_id)
     if leaf is None:
         return None
-    return tree.memo(("branch-on-screen", leaf), lambda: _branch(tree, leaf))
+    return tree.memo(("branch-on-screen", leaf, agent), lambda: _branch(tree, leaf, agent))
 
 
-def _branch(tree: ExplorerTree, leaf: str) -> BranchOnScreen:
+def _branch(tree: ExplorerTree, leaf: str, agent: Agent) -> BranchOnScreen:
     if leaf == tree.flat.leaf_id:
         totals = tree.branch_totals()
     else:
         by_id = tree.flat.by_id
         totals = BranchTotals().plus([cast(DbNode, by_id[i].node) for i in tree.path_ids(leaf)])
     anchor = branch_anchor(leaf, _lookup(tree))
-    return BranchOnScreen(leaf, anchor, branch_name(tree, anchor), totals)
+    return BranchOnScreen(leaf, anchor, branch_name(tree, anchor, agent), totals)
 
 
 def conversation_page(

@@ -428,6 +428,11 @@ def session_key(session: AgentSession) -> SessionKey:
     return (session.pk, session.imported_at)
 
 
+def cached_forest(session: AgentSession) -> Forest | None:
+    """The session's forest if a page has read it (maybe as of fewer rows), else ``None``: nothing is read."""
+    return _forests.get(session_key(session))
+
+
 def _session_lock(session_pk: int) -> threading.Lock:
     with _locks_lock:
         lock = _locks.get(session_pk)

@@ -57,6 +57,7 @@ __all__ = [
     "gc_paused",
     "load_forest",
     "prepare_snapshot",
+    "row_texts_of",
     "select_rows",
 ]
 
@@ -230,19 +231,57 @@ def _call_ids(entry: dict[str, Any]) -> str | None:
 def _load_row_texts(forest: Forest, agent: Agent, ids: Sequence[str]) -> dict[str, str]:
     """The row texts of ``ids`` by ``agent``'s wording, from their lines; a tool result is worded by its call,
     found in the assistant turns above it (else in any assistant line that names the call's id)."""
-    legacy = forest.format_version < 3
-    entries = _entries_by_id(forest.session_pk, forest.next_seq, ids, legacy)
+    texts = _read_row_texts(
+        forest.session_pk, forest.next_seq, forest.format_version, agent, ids, forest.nodes
+    )
+    for entry_id in ids:
+        if entry_id not in texts and (node := forest.nodes.get(entry_id)) is not None:
+            texts[entry_id] = node.facts.text
+    return texts
+
+
+def row_texts_of(
+    session: AgentSession, agent: Agent, ids: Sequence[str], forest: Forest | None
+) -> dict[str, str]:
+    """The row text (without label) of each of ``ids`` that the session holds, as ``agent``'s selector words
+    it, for pages that build no tree (the Review page's branch names): from ``forest`` (the session's forest
+    kept by the explorer, whose texts are read once) for the entries it holds, the others from their lines
+    (none for v15's rules, whose wording is the stored ``Entry.text``)."""
+    texts: dict[str, str] = {}
+    if forest is not None:
+        texts = forest.row_texts(agent, ids)
+    missing = [i for i in ids if i not in texts]
+    if not missing:
+        return texts
+    if agent == "omp15":
+        return texts  # v15's wording is the stored one: the caller has it
+    texts.update(_read_row_texts(session.pk, session.next_seq, session.format_version, agent, missing, None))
+    return texts
+
+
+def _read_row_texts(
+    session_pk: int,
+    stop: int,
+    format_version: int,
+    agent: Agent,
+    ids: Sequence[str],
+    nodes: dict[str, DbNode] | None,
+) -> dict[str, str]:
+    """The row texts of those of ``ids`` whose lines exist (rows with ``seq < stop``), by ``agent``'s wording;
+    a tool result's call is looked for in the assistant turns above it when the forest's ``nodes`` are
+    given, else (and when not found there) in any assistant line that names the call's id."""
+    entries = _entries_by_id(session_pk, stop, ids, format_version < 3)
     wanted = {call_id for entry in entries.values() if (call_id := _call_ids(entry)) is not None}
     calls: dict[str, tuple[Any, Any]] = {}
     if wanted:
         above: list[str] = []
         seen: set[str] = set()
         for entry_id, entry in entries.items():
-            if _call_ids(entry) is None:
+            if _call_ids(entry) is None or nodes is None:
                 continue
-            node = forest.nodes.get(entry_id)
+            node = nodes.get(entry_id)
             for _ in range(_CALL_SEARCH_DEPTH):
-                parent = forest.nodes.get(node.entry["parentId"]) if node is not None else None
+                parent = nodes.get(node.entry["parentId"]) if node is not None else None
                 if parent is None or parent is node:
                     break
                 node = parent
@@ -254,7 +293,7 @@ def _load_row_texts(forest: Forest, agent: Agent, ids: Sequence[str]) -> dict[st
                 if message is not None and message.get("role") == "assistant":
                     above.append(parent_id)
                     break
-        for entry in _entries_by_id(forest.session_pk, forest.next_seq, above).values():
+        for entry in _entries_by_id(session_pk, stop, above).values():
             register_tool_calls(entry, calls)
         missing = sorted(wanted - calls.keys())
         for start in range(0, len(missing), _CALL_LOOKUP_BATCH):
@@ -263,7 +302,7 @@ def _load_row_texts(forest: Forest, agent: Agent, ids: Sequence[str]) -> dict[st
             for call_id in missing[start : start + _CALL_LOOKUP_BATCH]:
                 named |= Q(raw__contains=call_id)
             rows = Entry.objects.filter(
-                named, session_id=forest.session_pk, seq__lt=forest.next_seq, type="message", role="assistant"
+                named, session_id=session_pk, seq__lt=stop, type="message", role="assistant"
             ).order_by("seq")
             for raw in rows.values_list("raw", flat=True):
                 try:
@@ -273,14 +312,7 @@ def _load_row_texts(forest: Forest, agent: Agent, ids: Sequence[str]) -> dict[st
                 if isinstance(entry, dict):
                     register_tool_calls(entry, calls)
     words = _ROW_TEXTS[agent]
-    texts: dict[str, str] = {}
-    for entry_id in ids:
-        entry = entries.get(entry_id)
-        if entry is not None:
-            texts[entry_id] = words(entry, calls)
-        elif (node := forest.nodes.get(entry_id)) is not None:
-            texts[entry_id] = node.facts.text
-    return texts
+    return {entry_id: words(entry, calls) for entry_id in ids if (entry := entries.get(entry_id)) is not None}
 
 
 _gc_lock = threading.Lock()

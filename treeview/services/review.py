@@ -18,16 +18,19 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import connections, router, transaction
 from django.db.models import Count, Exists, OuterRef, QuerySet
 
+from treeview import explorer
 from treeview.lru import LruCache
 from treeview.models import AgentSession, Entry, ReviewStatus
 from treeview.services import append
+from treeview.session.agents import Agent
 from treeview.session.branches import CONVERSATIONAL_TYPES, branch_anchor, is_conversational, shorten
+from treeview.tree_index import row_texts_of
 
 __all__ = [
     "LABELS",
@@ -45,6 +48,7 @@ __all__ = [
     "set_review_status",
     "statuses_for_session",
     "summaries",
+    "worded",
 ]
 
 Status = ReviewStatus.Status
@@ -268,12 +272,16 @@ def summaries(sessions: Iterable[AgentSession | int]) -> dict[int, ReviewSummary
 
 @dataclass(frozen=True)
 class Leaf:
-    """A branch of a stored session: its leaf entry, the row text and when it was written."""
+    """A branch of a stored session: its leaf entry, its name (the stored row text of the entry that names
+    it, v15's wording: :func:`worded` words it by the session's rules) and when it was written."""
 
     session_pk: int
     entry_id: str
     text: str
     seq: int
+    #: The entry whose row text names the branch (its last user prompt, else the leaf); "": the leaf's text.
+    named_by: str = ""
+    prompt: bool = False
 
 
 #: Branch lists kept per process, per session state (a session that changes gets a new key).
@@ -333,10 +341,11 @@ def _query_leaves(pks: list[int]) -> dict[int, list[Leaf]]:
     for pk, entry_id in candidates:
         by_session[pk].append(entry_id)
     for pk, entry_ids in by_session.items():
-        # Named by words: the branch's last user prompt.
-        for entry_id, name in branch_names(pk, entry_ids).items():
+        # Named by words: the branch's last user prompt (worded by the session's rules when shown: worded).
+        for entry_id, named in _named_by(pk, entry_ids).items():
             leaf = candidates[(pk, entry_id)]
-            candidates[(pk, entry_id)] = Leaf(pk, entry_id, name or leaf.text, leaf.seq)
+            name = _name(named.text, named.prompt) or leaf.text
+            candidates[(pk, entry_id)] = Leaf(pk, entry_id, name, leaf.seq, named.entry_id, named.prompt)
     leaves: dict[int, list[Leaf]] = {pk: [] for pk in pks}
     for leaf in candidates.values():
         leaves[leaf.session_pk].append(leaf)
@@ -389,13 +398,26 @@ NAME_DEPTH = 2_000
 NAME_BATCH = 200
 
 
-def branch_names(session_pk: int, leaf_ids: Iterable[str]) -> dict[str, str]:
-    """Leaf id → the branch's name in words: its last user prompt, shortened (the leaf's own text when no user
-    message is above it within ``NAME_DEPTH`` entries). One recursive query per ``NAME_BATCH`` leaves, up the
-    parent links through the (session, entry id) index; no tree is built."""
+@dataclass(frozen=True, slots=True)
+class _Naming:
+    """The entry that names a branch, and its stored row text (v15's wording)."""
+
+    entry_id: str
+    text: str
+    prompt: bool  # a user prompt (else the leaf's own text)
+
+
+def _name(text: str, prompt: bool) -> str:
+    return shorten(text.removeprefix("user: ") if prompt else text, NAME_CHARS)
+
+
+def _named_by(session_pk: int, leaf_ids: Iterable[str]) -> dict[str, _Naming]:
+    """Leaf id → the entry that names its branch: its last user prompt (the leaf itself when no user message
+    is above it within ``NAME_DEPTH`` entries). One recursive query per ``NAME_BATCH`` leaves, up the parent
+    links through the (session, entry id) index; no tree is built."""
     ids = list(dict.fromkeys(leaf_ids))
     table = Entry._meta.db_table
-    names: dict[str, str] = {}
+    names: dict[str, _Naming] = {}
     connection = connections[router.db_for_read(Entry)]
     for start in range(0, len(ids), NAME_BATCH):
         batch = ids[start : start + NAME_BATCH]
@@ -409,19 +431,53 @@ def branch_names(session_pk: int, leaf_ids: Iterable[str]) -> dict[str, str]:
                 FROM {table} e JOIN up ON e.session_id = %s AND e.entry_id = up.parent_id
                 WHERE up.role != 'user' AND up.depth < %s AND e.type != 'session'
             )
-            SELECT leaf, role, text, depth FROM up WHERE role = 'user' OR depth = 0
+            SELECT leaf, entry_id, role, text, depth FROM up WHERE role = 'user' OR depth = 0
         """
-        found: dict[str, tuple[int, str]] = {}
+        found: dict[str, tuple[int, _Naming]] = {}
         with connection.cursor() as cursor:
             cursor.execute(sql, [session_pk, *batch, session_pk, NAME_DEPTH])
-            for leaf, role, text, depth in cursor.fetchall():
+            for leaf, entry_id, role, text, depth in cursor.fetchall():
                 # The nearest user message wins; the leaf's own row (depth 0) is the fallback.
                 rank = depth if role == "user" else NAME_DEPTH + 1
                 if leaf not in found or rank < found[leaf][0]:
-                    found[leaf] = (rank, text or "")
-        for leaf, (_, text) in found.items():
-            names[leaf] = shorten(text.removeprefix("user: "), NAME_CHARS)
+                    found[leaf] = (rank, _Naming(entry_id, text or "", role == "user"))
+        names.update((leaf, naming) for leaf, (_, naming) in found.items())
     return names
+
+
+def _texts(session: AgentSession, agent: Agent, entry_ids: list[str]) -> dict[str, str]:
+    """The row texts of these entries by ``agent``'s wording (nothing read for v15's, the stored one): from
+    the session's forest when a page has read it (each read once per forest), else from their lines."""
+    if agent == "omp15" or not entry_ids:
+        return {}
+    return row_texts_of(session, agent, entry_ids, explorer.cached_forest(session))
+
+
+def branch_names(
+    session: AgentSession, leaf_ids: Iterable[str], agent: Agent | None = None
+) -> dict[str, str]:
+    """Leaf id → the branch's name in words: its last user prompt, shortened (the leaf's own text when no user
+    message is above it within ``NAME_DEPTH`` entries), worded as the tree's rows are by ``agent``'s rules
+    (default: the session's)."""
+    named = _named_by(session.pk, leaf_ids)
+    texts = _texts(
+        session, session.rules.agent if agent is None else agent, [n.entry_id for n in named.values()]
+    )
+    return {leaf: _name(texts.get(n.entry_id, n.text), n.prompt) for leaf, n in named.items()}
+
+
+def worded(session: AgentSession, leaves: list[Leaf], agent: Agent | None = None) -> list[Leaf]:
+    """``leaves`` (:func:`session_leaves`, v15's wording) named as the tree's rows are by ``agent``'s rules
+    (default: the session's); only these are read, so a page words only the branches it shows."""
+    texts = _texts(
+        session,
+        session.rules.agent if agent is None else agent,
+        [leaf.named_by for leaf in leaves if leaf.named_by],
+    )
+    return [
+        replace(leaf, text=_name(texts[leaf.named_by], leaf.prompt)) if leaf.named_by in texts else leaf
+        for leaf in leaves
+    ]
 
 
 def filter_sessions(sessions: QuerySet[AgentSession], status: str) -> QuerySet[AgentSession]:

@@ -190,7 +190,7 @@ def _detail_context(
         parent = None
     node = tree.flat.by_id.get(selected)
     # The branch the conversation shows (through the selection, down to its leaf): the header describes it.
-    branch = conversation.branch_on_screen(tree, selected)
+    branch = conversation.branch_on_screen(tree, selected, session.rules.agent)
     allowed = access.rights(request.user, session)
     review = review_service.page_review(
         session, tree.flat, branch.leaf_id if branch is not None else state.leaf_id
@@ -508,7 +508,7 @@ def _context_tab_context(state: PageState, tree: explorer.ExplorerTree) -> dict[
         "llm_page_url": state.url(),
         "llm": llm,
         # The entry in words (its row text, shortened): its id goes in the tooltip.
-        "llm_target_text": conversation.entry_text(tree, llm.target_id),
+        "llm_target_text": conversation.entry_text(tree, llm.target_id, state.session.rules.agent),
         "llm_cards": cards,
         "llm_start": start,
         "llm_stop": stop,

@@ -27,7 +27,7 @@ from treeview.session.branches import CONVERSATIONAL_TYPES
 from treeview.session.selector import FilterMode
 from treeview.views.common import copy_note, copy_param, htmx_target, refusal, session_or_404, shared_ids
 from treeview.views.detail import DETAIL_TEMPLATE, PageState, _detail_context
-from treeview.views.subagents import SubagentNode, subagent_trees, top_level
+from treeview.views.subagents import MAX_DEPTH, SubagentNode, subagent_trees, top_level
 
 __all__ = ["review_page", "set_review_status"]
 
@@ -42,6 +42,16 @@ WAITING_ENTRIES = 500_000
 WAITING_CHUNK = 20
 #: Rows of the needs-changes and mentions sections per page.
 SECTION_ROWS = 25
+#: The fields a session's rules (``AgentSession.rules``) are decided from, and what reading its rows needs.
+RULES_FIELDS = (
+    "header_raw",
+    "title_slot_raw",
+    "agent_rules",
+    "imported_at",
+    "next_seq",
+    "entry_count",
+    "format_version",
+)
 
 Status = ReviewStatus.Status
 
@@ -153,6 +163,9 @@ class Mention:
     session: AgentSession
     url: str | None
     excerpt: str
+    #: For a comment on a subagent transcript: the session of its own it was spawned under (the list's row).
+    parent: AgentSession | None = None
+    parent_url: str | None = None
 
 
 def _session_url(session: AgentSession, shared: set[str], **params: str) -> str | None:
@@ -194,12 +207,14 @@ def _waiting_candidates(user: Any, team: Team | None) -> QuerySet[AgentSession]:
 def _waiting(user: Any, team: Team | None, offset: int) -> tuple[list[SessionBranches], int | None]:
     """Sessions with unreviewed branches from ``offset`` on, newest first, and where the next page starts
     (``None``: no more). Bounded: a request looks at ``WAITING_SCAN`` sessions at most, and at sessions of
-    ``WAITING_ENTRIES`` entries in all (at least one): finding a session's branches reads its entries."""
+    ``WAITING_ENTRIES`` entries in all, their subagent transcripts' included (at least one session): finding
+    a session's branches reads its entries and its transcripts'."""
     # Sessions of their own: a subagent transcript is listed under the session that spawned it.
     candidates = (
         top_level(_waiting_candidates(user, team), user)
         .with_first_prompt()
-        .defer("header_raw", "prefix_raw", "title_slot_raw", "tail_raw", "pending_raw", "warnings")
+        # (the header and the title slot decide the session's rules, which word its branches' names)
+        .defer("prefix_raw", "tail_raw", "pending_raw", "warnings")
     )
     found: list[SessionBranches] = []
     position = offset
@@ -208,12 +223,23 @@ def _waiting(user: Any, team: Team | None, offset: int) -> tuple[list[SessionBra
         chunk = list(candidates[position : position + WAITING_CHUNK])
         if not chunk:
             return found, None
+        # A session's branches are found with those of the subagent transcripts below it: its entries and
+        # theirs are read. The first session of a request is looked at whatever its size.
+        trees = subagent_trees(chunk, user, with_rules=True)  # (their rules word their branches' names)
         take = 0
-        while take < len(chunk) and (take == 0 or entries + chunk[take].entry_count <= WAITING_ENTRIES):
-            entries += chunk[take].entry_count
+        while take < len(chunk):
+            size = chunk[take].entry_count + sum(
+                node.session.entry_count for node in _walk(trees.get(chunk[take].pk, []))
+            )
+            if (scanned or take) and entries + size > WAITING_ENTRIES:
+                break
+            entries += size
             take += 1
+        if take == 0:
+            break  # the next session waits for the next request
         chunk = chunk[:take]
-        trees = subagent_trees(chunk, user)
+        taken = {session.pk for session in chunk}
+        trees = {pk: nodes for pk, nodes in trees.items() if pk in taken}
         below = [node.session for nodes in trees.values() for node in _walk(nodes)]
         everyone = [*chunk, *below]
         leaves = review_service.session_leaves(everyone)
@@ -256,7 +282,8 @@ def _waiting_group(
         return None
     branches = [
         BranchLink(leaf.entry_id, leaf.text, _session_url(session, shared, leafId=leaf.entry_id))
-        for leaf in open_leaves[:BRANCHES_PER_SESSION]
+        # Named as the session's tree words its rows (only the branches shown are read).
+        for leaf in review_service.worded(session, open_leaves[:BRANCHES_PER_SESSION])
     ]
     return SessionBranches(
         session,
@@ -287,6 +314,32 @@ def _parents(sessions: list[AgentSession], user: Any) -> dict[int, AgentSession]
     return {s.pk: parents[s.subagent_of_id] for s in sessions if s.subagent_of_id in parents}
 
 
+def _top_parents(sessions: list[AgentSession], user: Any) -> dict[int, AgentSession]:
+    """Subagent transcript pk → the session of its own above it (up the ``subagent_of`` links, one query
+    per level), or the outermost one ``user`` sees below an unseen one: the row the list nests it under."""
+    pending: dict[int, int] = {s.pk: s.subagent_of_id for s in sessions if s.subagent_of_id is not None}
+    top: dict[int, AgentSession] = {}
+    for _ in range(MAX_DEPTH):
+        if not pending:
+            break
+        rows = {
+            p.pk: p
+            for p in visible_sessions(user, AgentSession.objects.filter(pk__in=set(pending.values())))
+            .with_first_prompt()
+            .only("pk", "session_id", "title", "subagent_of")
+        }
+        going_on: dict[int, int] = {}
+        for pk, parent_pk in pending.items():
+            parent = rows.get(parent_pk)
+            if parent is None:
+                continue  # not visible: the outermost one seen stays
+            top[pk] = parent
+            if parent.subagent_of_id is not None:
+                going_on[pk] = parent.subagent_of_id
+        pending = going_on
+    return top
+
+
 def _needs_changes(user: Any, team: Team | None, page: int) -> tuple[list[SessionBranches], bool]:
     """Branches marked "needs changes" on my sessions (single-user mode: on every session), newest first."""
     sessions = _scope(user, team)
@@ -307,7 +360,16 @@ def _needs_changes(user: Any, team: Team | None, page: int) -> tuple[list[Sessio
         for s in AgentSession.objects.filter(pk__in={r.session_id for r in rows})
         .with_first_prompt()
         .only(
-            "pk", "session_id", "title", "cwd", "last_timestamp", "agent_key", "subagent_kind", "subagent_of"
+            "pk",
+            "session_id",
+            "title",
+            "cwd",
+            "last_timestamp",
+            "agent_key",
+            "subagent_kind",
+            "subagent_of",
+            # what the session's rules are decided from (they word the branches' names)
+            *RULES_FIELDS,
         )
     }
     # A subagent transcript's branch is shown under the session that spawned it (its title first).
@@ -316,7 +378,8 @@ def _needs_changes(user: Any, team: Team | None, page: int) -> tuple[list[Sessio
     texts: dict[tuple[int, str], str] = {}
     for pk in by_pk:
         leaf_ids = [r.leaf_id for r in rows if r.session_id == pk]
-        texts.update({(pk, leaf): name for leaf, name in review_service.branch_names(pk, leaf_ids).items()})
+        names = review_service.branch_names(by_pk[pk], leaf_ids)
+        texts.update({(pk, leaf): name for leaf, name in names.items()})
     shared = shared_ids((s.session_id for s in [*by_pk.values(), *parents.values()]), user)
     groups: list[SessionBranches] = []
     for row in rows:
@@ -363,17 +426,27 @@ def _mentions(user: Any, team: Team | None, page: int) -> tuple[list[Mention], b
         s.pk: s
         for s in AgentSession.objects.filter(pk__in={c.session_id for c in rows})
         .with_first_prompt()
-        .only("pk", "session_id", "title")
+        .only("pk", "session_id", "title", "agent_key", "subagent_kind", "subagent_of")
     }
-    shared = shared_ids((s.session_id for s in by_pk.values()), user)
+    # A comment on a subagent transcript is shown under the session it was spawned in, the transcript named.
+    parents = _top_parents(list(by_pk.values()), user)
+    shared = shared_ids((s.session_id for s in [*by_pk.values(), *parents.values()]), user)
     mentions = []
     for comment in rows:
         session = by_pk[comment.session_id]
         excerpt = " ".join(comment.body.split())
         if len(excerpt) > 160:
             excerpt = excerpt[:159].rstrip() + "…"
+        parent = parents.get(session.pk)
         mentions.append(
-            Mention(comment, session, _session_url(session, shared, targetId=comment.entry_id), excerpt)
+            Mention(
+                comment,
+                session,
+                _session_url(session, shared, targetId=comment.entry_id),
+                excerpt,
+                parent,
+                _session_url(parent, shared) if parent is not None else None,
+            )
         )
     return mentions, more
 

@@ -20,15 +20,18 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from treeview import explorer
 from treeview.access import SHARE_PUBLIC, sees_everything, visible_sessions
 from treeview.models import AgentSession, Entry, ShareLink
 from treeview.redaction import Hit, mask_for
 from treeview.render import build_tool_call_map, render_entry
 from treeview.render.transcript import transcript_pieces
+from treeview.services import review as review_service
 from treeview.services import share, share_scan
 from treeview.services.export import header_line
 from treeview.session.jsonl import dumps, loads
 from treeview.session.selector import FILTER_MODES
+from treeview.tree_index import row_texts_of
 from treeview.views.common import htmx_target, refusal, session_or_404
 from treeview.views.downloads import streamed
 
@@ -175,9 +178,12 @@ def share_create(request: HttpRequest, session_id: str) -> HttpResponse:
     enabled = share.sharing_enabled()
     form = ShareForm(request.POST if request.method == "POST" else None, hit_ids=hit_ids)
     branch_query = {"leafId": leaf, "targetId": target, "filter": mode, "q": query}
+    # The branch in words, as the session page's header names it (a trailing label: the entry above names it).
+    anchor = review_service.branch_leaf(session, leaf)
     context: dict[str, Any] = {
         "session": session,
         "leaf_id": leaf,
+        "branch_name": review_service.branch_names(session, [anchor]).get(anchor, ""),
         "target_id": target,
         "mode": mode,
         "query": query,
@@ -355,22 +361,31 @@ def share_markdown(request: HttpRequest, token: str) -> HttpResponse:
 BRANCH_NAME_CHARS = 70
 
 
-def _branch_names(links: list[ShareLink], session_pks: set[int]) -> dict[tuple[int, str], str]:
-    """(session pk, leaf id) → the leaf entry's row text, shortened: a branch named by words, not its id. Only
-    for the sessions the user still sees; one query per chunk of links."""
-    pairs = sorted({(link.session_id, link.leaf_id) for link in links if link.session_id in session_pks})
+def _branch_names(links: list[ShareLink], sessions: dict[int, AgentSession]) -> dict[tuple[int, str], str]:
+    """(session pk, leaf id) → the leaf entry's row text as the session's tree words it (its agent's rules),
+    shortened: a branch named by words, not its id. Only for the sessions the user still sees; one query per
+    chunk of links, and the lines of the leaves whose agent words them otherwise than the stored text."""
+    pairs = sorted({(link.session_id, link.leaf_id) for link in links if link.session_id in sessions})
     rows = []
     for chunk in share.chunks(pairs):
         query = Entry.objects.filter(
             session_id__in={pk for pk, _ in chunk}, entry_id__in={leaf for _, leaf in chunk}
         )
         rows += list(query.values_list("session_id", "entry_id", "text"))
+    texts = {(session_pk, entry_id): text for session_pk, entry_id, text in rows}
+    by_session: dict[int, list[str]] = {}
+    for session_pk, entry_id in texts:
+        by_session.setdefault(session_pk, []).append(entry_id)
+    for session_pk, entry_ids in by_session.items():
+        session = sessions[session_pk]
+        worded = row_texts_of(session, session.rules.agent, entry_ids, explorer.cached_forest(session))
+        texts.update({(session_pk, entry_id): text for entry_id, text in worded.items()})
     names = {}
-    for session_pk, entry_id, text in rows:
+    for key, text in texts.items():
         words = " ".join(text.split())
         if len(words) > BRANCH_NAME_CHARS:
             words = words[: BRANCH_NAME_CHARS - 1].rstrip() + "…"
-        names[(session_pk, entry_id)] = words
+        names[key] = words
     return names
 
 
@@ -378,11 +393,12 @@ def _links_context(request: HttpRequest) -> dict[str, Any]:
     user = request.user
     links = list(share.links_for(user))
     # Titles (a first prompt, maybe) only of the sessions the user still sees.
-    titles: dict[int, str] = {}
+    seen: dict[int, AgentSession] = {}
     for chunk in share.chunks(sorted({link.session_id for link in links})):
         visible = visible_sessions(user, AgentSession.objects.with_first_prompt().filter(pk__in=chunk))
-        titles.update((session.pk, session.display_title) for session in visible)
-    branches = _branch_names(links, set(titles))
+        seen.update((session.pk, session) for session in visible)
+    titles = {pk: session.display_title for pk, session in seen.items()}
+    branches = _branch_names(links, seen)
     return {
         "rows": [
             {

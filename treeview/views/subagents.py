@@ -45,8 +45,14 @@ class SubagentNode:
         return 1 + sum(child.total for child in self.children)
 
 
-def subagent_trees(parents: Iterable[AgentSession], user: Any) -> dict[int, list[SubagentNode]]:
-    """parent pk → its subagents (visible to ``user``) with theirs nested, by agent id; one query a level."""
+def subagent_trees(
+    parents: Iterable[AgentSession], user: Any, *, with_rules: bool = False
+) -> dict[int, list[SubagentNode]]:
+    """parent pk → its subagents (visible to ``user``) with theirs nested, by agent id; one query a level.
+    ``with_rules``: with the fields their rules are decided from (``AgentSession.rules``: no query each)."""
+    deferred = ("prefix_raw", "tail_raw", "pending_raw", "warnings")
+    if not with_rules:
+        deferred = ("header_raw", "title_slot_raw", *deferred)
     found: dict[int, list[AgentSession]] = {}
     level = [p.pk for p in parents]
     seen = set(level)
@@ -57,7 +63,7 @@ def subagent_trees(parents: Iterable[AgentSession], user: Any) -> dict[int, list
             visible_sessions(user)
             .filter(subagent_of__in=level)
             .exclude(pk__in=seen)
-            .defer("header_raw", "prefix_raw", "title_slot_raw", "tail_raw", "pending_raw", "warnings")
+            .defer(*deferred)
             .with_first_prompt()
             .order_by("created_at", "agent_key", "pk")
         )
