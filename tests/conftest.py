@@ -4,9 +4,17 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from django.conf import settings
 from django.core.cache import cache
 
 from tests.browser import browser, page
+
+# The test process shares its PostgreSQL connections between test cases, threads and the test client in ways
+# a server never does (a test case's transaction, flushes between test cases, threads whose request_finished
+# the test client disconnects): pooled, they deadlocked flushes and outlived their tests. The suite's own
+# process connects without the pool (settings are loaded, no connection is made yet); the servers the tests
+# start, and tests/test_db_pool.py, use the pool as configured.
+settings.DATABASES["default"].get("OPTIONS", {}).pop("pool", None)
 
 __all__ = ["browser", "page"]
 

@@ -3,75 +3,105 @@
 Each request and socket message runs on a thread of its own; before the pool every such thread opened a
 connection, and 100 open pages refetching after one label save asked PostgreSQL for 100 connections (its
 default ``max_connections``): the label save itself then failed with "too many clients already".
+
+The test process itself connects without the pool (tests/conftest.py), so a process of its own, with the
+settings a server gets, runs the threads here.
 """
 
 from __future__ import annotations
 
-import threading
+import os
+import subprocess
+import sys
+import textwrap
 import time
 
 import pytest
 from django.conf import settings
-from django.db import connection, connections
+from django.db import connection
 
 from sessions_site import env
+from tests.browser import REPO
+
+# 40 threads, each taking a connection for 0.2 s and giving it back as a request's end does.
+_THREADS = textwrap.dedent(
+    """
+    import sys, threading
+    import django
+    django.setup()
+    from django.db import connections
+    errors = []
+
+    def work():
+        try:
+            with connections["default"].cursor() as cursor:
+                cursor.execute("SELECT pg_sleep(0.2)")
+        except BaseException as error:
+            errors.append(repr(error))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work) for _ in range(40)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    print("errors", len(errors), errors[:1])
+    sys.exit(1 if errors else 0)
+    """
+)
 
 
-def _backends_of_this_database(cursor) -> int:
-    cursor.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-    )
-    return int(cursor.fetchone()[0])
+def _run_threads(pool_size: str) -> tuple[subprocess.CompletedProcess[str], int]:
+    """Run the 40 threads in a server-like process; the most backends it had open at once."""
+    import psycopg
+
+    database = connection.settings_dict["NAME"]
+    child_env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "sessions_site.settings",
+        "ARBOR_DB": "postgres",
+        "PGDATABASE": database,
+        "ARBOR_DB_POOL_SIZE": pool_size,
+    }
+    child_env.pop("DATABASE_URL", None)
+    params = connection.get_connection_params()
+    peak = 0
+    with psycopg.connect(**params, autocommit=True) as watcher:
+        process = subprocess.Popen(
+            [sys.executable, "-c", _THREADS],
+            cwd=REPO,
+            env=child_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while process.poll() is None and time.monotonic() < deadline:
+            row = watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                (database,),
+            ).fetchone()
+            # The test process's own connection (one) is counted too.
+            peak = max(peak, int(row[0]) - 1 if row else 0)
+            time.sleep(0.02)
+        output, _ = process.communicate(timeout=30)
+    return subprocess.CompletedProcess(process.args, process.returncode, output), peak
 
 
 @pytest.mark.django_db(transaction=True)
 def test_forty_threads_share_a_bounded_pool_and_all_succeed():
     if connection.vendor != "postgresql":
         pytest.skip("the connection pool is PostgreSQL's (SQLite opens a file, not a server connection)")
-    pool = settings.DATABASES["default"]["OPTIONS"].get("pool")
-    assert pool, "the PostgreSQL settings configure a connection pool"
-    size = pool["max_size"]
-    threads_count = size * 4
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            with connections["default"].cursor() as cursor:
-                cursor.execute("SELECT pg_sleep(0.2)")
-        except BaseException as error:  # noqa: BLE001 -- reported below
-            errors.append(error)
-        finally:
-            connections["default"].close()  # what request_finished does at the end of every request
-
-    peak = 0
-    threads = [threading.Thread(target=work) for _ in range(threads_count)]
-    with psycopg_watcher() as watch:
-        for thread in threads:
-            thread.start()
-        deadline = time.monotonic() + 30
-        while any(thread.is_alive() for thread in threads) and time.monotonic() < deadline:
-            peak = max(peak, _backends_of_this_database(watch))
-            time.sleep(0.02)
-        for thread in threads:
-            thread.join(timeout=5)
-
-    assert errors == []
-    # The pool's own connections, at most its size (the test's main-thread connection may be one of them).
-    assert 0 < peak <= size + 1
-
-
-class psycopg_watcher:  # noqa: N801 -- used as a context manager
-    """A connection outside Django's pool that counts the server's backends."""
-
-    def __enter__(self):
-        import psycopg
-
-        params = connection.get_connection_params()
-        self._conn = psycopg.connect(**params, autocommit=True)
-        return self._conn.cursor()
-
-    def __exit__(self, *exc_info) -> None:
-        self._conn.close()
+    connection.ensure_connection()
+    size = env.postgres_pool({})["max_size"]  # type: ignore[index]
+    pooled, peak = _run_threads(str(size))
+    assert pooled.returncode == 0, pooled.stdout
+    assert 0 < peak <= size
+    # Without the pool the same process opens a connection per thread.
+    unpooled, peak_without = _run_threads("0")
+    assert unpooled.returncode == 0, unpooled.stdout
+    assert peak_without > size
 
 
 def test_pool_size_comes_from_the_environment():
