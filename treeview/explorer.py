@@ -362,7 +362,8 @@ def _budget(share: float) -> int:
 
 
 def _forest_bytes(forest: Forest) -> int:
-    return len(forest.nodes) * FOREST_NODE_BYTES
+    # oh-my-pi's search keeps a normalized haystack per node and the flattened trees' joined (fuzzy_bytes).
+    return len(forest.nodes) * FOREST_NODE_BYTES + forest.fuzzy_bytes()
 
 
 def _tree_bytes(tree: ExplorerTree) -> int:

@@ -33,6 +33,8 @@ __all__ = ["COMMENTED", "filter_positions"]
 #: Arbor's own mode: the entries with comments (the session core knows nothing of comments).
 COMMENTED: Final[Literal["commented"]] = "commented"
 
+#: Nodes normalized again in one search from which a big session's haystacks are written to disk again.
+FUZZY_SAVE_MIN = 2000
 _WHITESPACE_RUN = re.compile(f"{js.RE_SPACE}+")
 # Per rule set and mode: the flags that hide a node (the leaf is exempt from HIDDEN_ASSISTANT) and a flag it
 # needs (``selector._passes``): each agent hides its own bookkeeping types, and pi never shows ``usage``.
@@ -174,6 +176,8 @@ def _omp_texts(
     search = texts.search
     # The messages whose stored (lowercased) text loses the case oh-my-pi splits words by, as written.
     cased = forest.case_texts()
+    if not forest.fuzzy_texts:
+        forest.restore_fuzzy()  # a big session's, as the last search left them (once per forest)
     known_texts = forest.fuzzy_texts
     folded: list[str] = []
     masks: list[int] = []
@@ -193,15 +197,24 @@ def _omp_texts(
             folded.append("")
             masks.append(0)
         else:
+            if known[0] is not text or known[1] is not label:
+                # Read from disk (forest.restore_fuzzy): the node's own strings, not a copy of them.
+                known_texts[flat_node.id] = (text, label, known[2], known[3])
             folded.append(known[2])
             masks.append(known[3])
+    added = 0
     for (index, node_id, text, label, _), normal in zip(
         fresh, normalize_many([item[4] for item in fresh]), strict=True
     ):
         mask = char_mask(normal)
+        old = known_texts.get(node_id)
+        added += len(normal) - (len(old[2]) if old is not None else 0)
         known_texts[node_id] = (text, label, normal, mask)
         folded[index] = normal
         masks[index] = mask
+    forest.fuzzy_chars += added
+    if len(fresh) >= FUZZY_SAVE_MIN:
+        forest.save_fuzzy()
     made = (folded, masks, Joined(folded))
     forest.fuzzy_flat = [(nodes, texts, key, made), *forest.fuzzy_flat[:1]]
     return made
