@@ -192,3 +192,34 @@ def test_the_kept_haystacks_count_in_the_forest_cache_budget(tmp_path: Path, dat
     chars = sum(len(item[2]) for item in forest.fuzzy_texts.values())
     assert forest.fuzzy_chars == chars
     assert forest.fuzzy_bytes() >= chars * 2 + len(forest.fuzzy_texts) * tree_index.FUZZY_ENTRY_BYTES
+
+
+def test_a_big_pages_first_search_is_made_ahead_in_a_thread(
+    tmp_path: Path, data_dir: Path, normalized: list[int], monkeypatch
+) -> None:
+    from treeview import explorer
+
+    monkeypatch.setattr(explorer, "PREPARE_DELAY", 0)
+    session = _session(tmp_path)
+    explorer.clear_caches()
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    assert explorer.prepare_search(tree, "omp") is None  # a small tree: nothing ahead
+    monkeypatch.setattr(explorer, "PREPARE_MIN_NODES", 1)
+    assert explorer.prepare_search(tree, "omp15") is None  # v15 searches the stored text as it is
+    forest = tree.forest
+    assert forest is not None
+    # What the thread reads from the database, read here (a test's rows are not committed for other threads).
+    forest.agent_texts("omp")
+    forest.case_texts()
+    thread = explorer.prepare_search(tree, "omp")
+    assert thread is not None
+    thread.join(30)
+    assert sum(normalized) == len(tree.flat.nodes)
+    assert explorer.prepare_search(tree, "omp") is None  # once per tree
+    normalized.clear()
+    for query in QUERIES:
+        found = [node.id for node in tree.visible("all", query, agent="omp").nodes]
+        assert sum(normalized) == 0  # nothing made again: the thread's haystacks were used
+        assert found == _expected(session, query)
+        normalized.clear()
+    explorer.clear_caches()

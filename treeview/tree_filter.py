@@ -28,7 +28,7 @@ from treeview.tree_index import (
     Forest,
 )
 
-__all__ = ["COMMENTED", "filter_positions"]
+__all__ = ["COMMENTED", "filter_positions", "prepare_search"]
 
 #: Arbor's own mode: the entries with comments (the session core knows nothing of comments).
 COMMENTED: Final[Literal["commented"]] = "commented"
@@ -173,6 +173,16 @@ def _omp_texts(
     for kept_nodes, kept_texts, kept_key, kept in forest.fuzzy_flat:
         if kept_nodes is nodes and kept_texts is texts and kept_key == key:
             return kept
+    with forest.fuzzy_lock:  # another thread making them (prepare_search): its result, not the work again
+        for kept_nodes, kept_texts, kept_key, kept in forest.fuzzy_flat:
+            if kept_nodes is nodes and kept_texts is texts and kept_key == key:
+                return kept
+        return _make_omp_texts(forest, texts, nodes, key)
+
+
+def _make_omp_texts(
+    forest: Forest, texts: AgentTexts, nodes: Sequence[FlatNode], key: tuple[int, int, int]
+) -> tuple[list[str], list[int], Joined]:
     search = texts.search
     # The messages whose stored (lowercased) text loses the case oh-my-pi splits words by, as written.
     cased = forest.case_texts()
@@ -218,3 +228,14 @@ def _omp_texts(
     made = (folded, masks, Joined(folded))
     forest.fuzzy_flat = [(nodes, texts, key, made), *forest.fuzzy_flat[:1]]
     return made
+
+
+def prepare_search(nodes: Sequence[FlatNode], forest: Forest, agent: Agent) -> None:
+    """Make ahead what ``agent``'s first search over the flat ``nodes`` reads: the texts the rule set reads
+    differently and, for oh-my-pi, every node's normalized haystack (restored from disk, or made), so that a
+    search typed meanwhile waits for this work instead of doing it again, and one typed later finds it."""
+    if agent == "omp15":
+        return
+    texts = forest.agent_texts(agent)
+    if agent == "omp":
+        _omp_texts(forest, texts, nodes)

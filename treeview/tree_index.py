@@ -435,6 +435,10 @@ class Forest:
         self.snapshot_key: str | None = None
         self._fuzzy_restored = False
         self.fuzzy_chars = 0  # the characters of the normalized haystacks in fuzzy_texts (fuzzy_bytes)
+        # Held while oh-my-pi's haystacks are made (tree_filter._omp_texts), and while the texts a rule set
+        # reads are loaded: a search waits for the same work done ahead of it (tree_filter.prepare_search).
+        self.fuzzy_lock = threading.Lock()
+        self._texts_lock = threading.Lock()
 
     @classmethod
     def load(cls, session: AgentSession) -> Forest:
@@ -608,19 +612,27 @@ class Forest:
     def agent_texts(self, agent: Agent) -> AgentTexts:
         """What ``agent``'s rules read differently from the stored columns (made once per state of the
         forest; a thread may make it while another appends: the older answer is then not kept)."""
-        cached = self._agent_texts
-        found = cached.get(agent)
-        if found is None:
-            found = _load_agent_texts(self.session_pk, self.next_seq, agent)
-            if self._agent_texts is cached:
-                self._agent_texts = {**cached, agent: found}
+        found = self._agent_texts.get(agent)
+        if found is not None:
+            return found
+        with self._texts_lock:
+            cached = self._agent_texts
+            found = cached.get(agent)
+            if found is None:
+                found = _load_agent_texts(self.session_pk, self.next_seq, agent)
+                if self._agent_texts is cached:
+                    self._agent_texts = {**cached, agent: found}
         return found
 
     def case_texts(self) -> dict[str, str]:
         """Entry id → the search text as written of the messages whose words oh-my-pi's search splits by case
         (the stored ``search_text`` is lowercased); read once, then only the rows appended since."""
         stop = self.next_seq
-        if self._case_seq < stop:
+        if self._case_seq >= stop:
+            return self._case_texts
+        with self._texts_lock:
+            if self._case_seq >= stop:
+                return self._case_texts
             rows = (
                 Entry.objects.filter(session_id=self.session_pk, seq__gte=self._case_seq, seq__lt=stop)
                 .exclude(fuzzy_text="")
