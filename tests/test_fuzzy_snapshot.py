@@ -30,6 +30,7 @@ def data_dir(settings, tmp_path: Path, monkeypatch) -> Path:
     settings.ARBOR_DATA_DIR = tmp_path / "data"
     monkeypatch.setattr(tree_index, "SNAPSHOT_MIN_ROWS", 1)
     monkeypatch.setattr(tree_filter, "FUZZY_SAVE_MIN", 1)
+    monkeypatch.setattr(tree_index, "FUZZY_SAVE_DELAY", 0)
     start = threading.Thread.start
 
     def start_and_wait(self: threading.Thread) -> None:

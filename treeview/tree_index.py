@@ -791,6 +791,8 @@ def _prune_snapshots(kept: Path) -> None:
 # -- oh-my-pi's normalized search haystacks of a big session's nodes, kept next to its snapshot ------------
 
 FUZZY_VERSION = 1
+#: Seconds the thread that writes them waits first: the search that made them is answered before.
+FUZZY_SAVE_DELAY = 2.0
 #: Estimated bytes of one ``Forest.fuzzy_texts`` entry besides its normalized text's characters (dict slot,
 #: tuple, string and int headers), and of one row of a flattened tree's kept haystacks (two list slots, a
 #: mask, a start offset).
@@ -806,6 +808,7 @@ def _write_fuzzy(key: str, items: list[tuple[Any, tuple[str, str | None, str, in
     """One header line (version, snapshot key, the rows' digest), then the rows by column: ids, texts, labels,
     normalized texts, masks (read back by C-level zips); written atomically, a failure only logged."""
     path = _fuzzy_path(key)
+    time.sleep(FUZZY_SAVE_DELAY)
     try:
         ids = [node_id for node_id, _ in items]
         columns = [list(column) for column in zip(*(item for _, item in items), strict=True)] or [[]] * 4
