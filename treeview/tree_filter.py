@@ -35,6 +35,9 @@ COMMENTED: Final[Literal["commented"]] = "commented"
 
 #: Nodes normalized again in one search from which a big session's haystacks are written to disk again.
 FUZZY_SAVE_MIN = 2000
+#: Haystacks normalized at once: each step in C over them holds the interpreter a few milliseconds at most,
+#: so that a request served meanwhile (by another thread: prepare_search's) is not held up for long.
+NORMALIZE_CHUNK = 10_000
 _WHITESPACE_RUN = re.compile(f"{js.RE_SPACE}+")
 # Per rule set and mode: the flags that hide a node (the leaf is exempt from HIDDEN_ASSISTANT) and a flag it
 # needs (``selector._passes``): each agent hides its own bookkeeping types, and pi never shows ``usage``.
@@ -213,9 +216,11 @@ def _make_omp_texts(
             folded.append(known[2])
             masks.append(known[3])
     added = 0
-    for (index, node_id, text, label, _), normal in zip(
-        fresh, normalize_many([item[4] for item in fresh]), strict=True
-    ):
+    haystacks = [item[4] for item in fresh]
+    normals: list[str] = []
+    for start in range(0, len(haystacks), NORMALIZE_CHUNK):
+        normals += normalize_many(haystacks[start : start + NORMALIZE_CHUNK])
+    for (index, node_id, text, label, _), normal in zip(fresh, normals, strict=True):
         mask = char_mask(normal)
         old = known_texts.get(node_id)
         added += len(normal) - (len(old[2]) if old is not None else 0)
