@@ -224,3 +224,34 @@ def test_a_big_pages_first_search_is_made_ahead_in_a_thread(
         assert found == _expected(session, query)
         normalized.clear()
     explorer.clear_caches()
+
+
+def test_the_thread_ahead_waits_while_requests_are_answered_unless_a_search_waits_for_it(
+    tmp_path: Path, data_dir: Path, normalized: list[int], monkeypatch
+) -> None:
+    from treeview import explorer
+
+    busy = [1]
+    monkeypatch.setattr(explorer, "PREPARE_DELAY", 0)
+    monkeypatch.setattr(explorer, "PREPARE_MIN_NODES", 1)
+    monkeypatch.setattr(explorer, "requests_in_flight", lambda: busy[0])
+    session = _session(tmp_path)
+    explorer.clear_caches()
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    forest = tree.forest
+    assert forest is not None
+    forest.agent_texts("omp")
+    forest.case_texts()
+    thread = explorer.prepare_search(tree, "omp")
+    assert thread is not None
+    thread.join(0.5)
+    assert thread.is_alive() and forest.fuzzy_flat == [] and normalized == []  # it waits
+    # A search now does not wait for it (nor it for the request): the haystacks are made once.
+    found = [node.id for node in tree.visible("all", "read", agent="omp").nodes]
+    assert sum(normalized) == len(tree.flat.nodes)
+    busy[0] = 0
+    thread.join(30)
+    assert not thread.is_alive()
+    assert sum(normalized) == len(tree.flat.nodes)
+    assert found == _expected(session, "read")
+    explorer.clear_caches()

@@ -30,6 +30,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from treeview import tree_filter
+from treeview.gate import requests_in_flight
 from treeview.lru import LruCache
 from treeview.models import AgentSession
 from treeview.render import EntryView, render_entry
@@ -469,6 +470,9 @@ def explorer_tree(session: AgentSession, leaf_id: str | None) -> ExplorerTree:
 PREPARE_MIN_NODES = 20_000
 #: Seconds that thread waits first, so that the page's own requests go before it.
 PREPARE_DELAY = 0.3
+#: Between its steps it waits while this process answers requests (none of them waiting for it), up to
+#: this many seconds in all.
+PREPARE_YIELD_MAX = 10.0
 _prepared: weakref.WeakSet[ExplorerTree] = weakref.WeakSet()
 _prepared_lock = threading.Lock()
 
@@ -486,7 +490,7 @@ def prepare_search(tree: ExplorerTree, agent: Agent, *, wait: bool = False) -> t
             return None
         _prepared.add(tree)
     if wait:
-        tree_filter.prepare_search(tree.flat.nodes, forest, agent)
+        tree_filter.prepare_search(tree.flat.nodes, forest, agent, _pauser(forest))
         return None
     thread = threading.Thread(
         target=_prepare_later, args=(tree, forest, agent), name="prepare-search", daemon=True
@@ -495,12 +499,25 @@ def prepare_search(tree: ExplorerTree, agent: Agent, *, wait: bool = False) -> t
     return thread
 
 
+def _pauser(forest: Forest) -> Callable[[], None]:
+    """A pause for :func:`tree_filter.prepare_search`: while requests are being answered and no search waits
+    for its work, wait (``PREPARE_YIELD_MAX`` seconds at most over all the pauses): it is work ahead of time,
+    not to be done at a request's expense."""
+    deadline = time.monotonic() + PREPARE_YIELD_MAX
+
+    def pause() -> None:
+        while requests_in_flight() and not forest.fuzzy_waiters and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    return pause
+
+
 def _prepare_later(tree: ExplorerTree, forest: Forest, agent: Agent) -> None:
     from django.db import connections
 
     try:
         time.sleep(PREPARE_DELAY)
-        tree_filter.prepare_search(tree.flat.nodes, forest, agent)
+        tree_filter.prepare_search(tree.flat.nodes, forest, agent, _pauser(forest))
     except Exception:  # only a head start is lost
         logger.warning("could not prepare the search of a session", exc_info=True)
     finally:

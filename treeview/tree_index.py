@@ -438,6 +438,8 @@ class Forest:
         # Held while oh-my-pi's haystacks are made (tree_filter._omp_texts), and while the texts a rule set
         # reads are loaded: a search waits for the same work done ahead of it (tree_filter.prepare_search).
         self.fuzzy_lock = threading.Lock()
+        self.fuzzy_waiters = 0  # searches waiting for fuzzy_lock (counted under waiters_lock)
+        self.waiters_lock = threading.Lock()
         self._texts_lock = threading.Lock()
 
     @classmethod
