@@ -357,6 +357,29 @@ def test_the_search_over_many_rows_answers_as_one_row_at_a_time(texts: list[str]
     assert matcher.select(normalized, rows, masks, Joined(normalized)) == [i for i in expected if i % 2 == 0]
 
 
+# Symbols, punctuation, spaces and controls beyond ASCII (more than fuzzy._MANY_GAPS distinct ones), letters
+# with marks, a lone surrogate, camelCase and ACRONYMWords around them.
+_WIDE_TEXTS = st.lists(
+    st.sampled_from(
+        [chr(c) for c in range(0x2500, 0x2560)]
+        + list("aZbYxml9_ \x00\t\u00a0\u2028\u0301\u0130\u212a\u00df日本Σ€→\ud800")
+        + ["HTMLParser", "getX2Y", "camelCase", "ÉtéÀ"]
+    ),
+    max_size=20,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_WIDE_TEXTS, max_size=20))
+def test_many_texts_are_normalized_together_as_one_at_a_time(texts: list[str]) -> None:
+    """normalize_many (the texts joined, gaps replaced in their UTF-8 bytes or by a table when there are many
+    kinds) gives each text's normalize_fast and normalize_for_search, whatever characters they hold."""
+    assert normalize_many(texts) == [normalize_fast(text) for text in texts]
+    assert normalize_many(texts) == [normalize_for_search(text) for text in texts]
+    few = [text for text in texts if not any("\u2500" <= ch <= "\u255f" for ch in text)]
+    assert normalize_many(few) == [normalize_for_search(text) for text in few]
+
+
 @settings(max_examples=3000, deadline=None)
 @given(_TEXTS, _QUERIES)
 def test_the_character_prefilter_never_drops_a_match(text: str, query: str) -> None:

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.urls import Resolver404, resolve
 
-__all__ = ["RefreshGate"]
+__all__ = ["RefreshGate", "requests_in_flight"]
 
 #: The views whose requests come in bursts from every open page (url names).
 GATED_VIEWS = frozenset({"session_rows"})
@@ -32,10 +32,28 @@ class RefreshGate:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> Any:
-        if not _gated(request.path_info):
-            return self.get_response(request)
-        with _slots(settings.ARBOR_ROWS_CONCURRENCY):
-            return self.get_response(request)
+        global _in_flight
+        with _IN_FLIGHT_LOCK:
+            _in_flight += 1
+        try:
+            if not _gated(request.path_info):
+                return self.get_response(request)
+            with _slots(settings.ARBOR_ROWS_CONCURRENCY):
+                return self.get_response(request)
+        finally:
+            with _IN_FLIGHT_LOCK:
+                _in_flight -= 1
+
+
+# Requests of this process being answered (the gate is first in the chain: it sees them all).
+_in_flight = 0
+_IN_FLIGHT_LOCK = threading.Lock()
+
+
+def requests_in_flight() -> int:
+    """How many requests this process is answering now: work that can wait (``explorer.prepare_search``)
+    pauses while there are any."""
+    return _in_flight
 
 
 _SLOTS: dict[int, threading.BoundedSemaphore] = {}

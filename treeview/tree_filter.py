@@ -9,7 +9,7 @@ bookkeeping rows' search terms, oh-my-pi's skill prompts). Tests compare the res
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, cast
 
 from treeview.session import js
@@ -28,11 +28,16 @@ from treeview.tree_index import (
     Forest,
 )
 
-__all__ = ["COMMENTED", "filter_positions"]
+__all__ = ["COMMENTED", "filter_positions", "prepare_search"]
 
 #: Arbor's own mode: the entries with comments (the session core knows nothing of comments).
 COMMENTED: Final[Literal["commented"]] = "commented"
 
+#: Nodes normalized again in one search from which a big session's haystacks are written to disk again.
+FUZZY_SAVE_MIN = 2000
+#: Haystacks normalized at once: each step in C over them holds the interpreter a few milliseconds at most,
+#: so that a request served meanwhile (by another thread: prepare_search's) is not held up for long.
+NORMALIZE_CHUNK = 10_000
 _WHITESPACE_RUN = re.compile(f"{js.RE_SPACE}+")
 # Per rule set and mode: the flags that hide a node (the leaf is exempt from HIDDEN_ASSISTANT) and a flag it
 # needs (``selector._passes``): each agent hides its own bookkeeping types, and pi never shows ``usage``.
@@ -160,26 +165,60 @@ def _omp_haystack(node: Any, text: str, label: str | None) -> str:
 
 
 def _omp_texts(
-    forest: Forest, texts: AgentTexts, nodes: Sequence[FlatNode]
+    forest: Forest, texts: AgentTexts, nodes: Sequence[FlatNode], pause: Callable[[], None] | None = None
 ) -> tuple[list[str], list[int], Joined]:
     """Each flat node's haystack as oh-my-pi's matcher reads it (normalized) and its characters
     (``fuzzy.char_mask``) by index, and all of them joined, kept with the forest for the next search on the
     same tree while nothing was stored (``next_seq``: labels are stored entries too); made again from the
     per-node texts kept in ``forest.fuzzy_texts``, where only a node whose text or label changed is
-    normalized again."""
+    normalized again. ``pause``: called between steps by a thread that makes them ahead of a search
+    (:func:`prepare_search`), to let requests go first."""
     key = (forest.generation, forest.next_seq, len(nodes))
     for kept_nodes, kept_texts, kept_key, kept in forest.fuzzy_flat:
         if kept_nodes is nodes and kept_texts is texts and kept_key == key:
             return kept
+    if pause is None:
+        with forest.waiters_lock:
+            forest.fuzzy_waiters += 1  # a search waits: a thread making them ahead stops pausing
+    try:
+        # Another thread making them (prepare_search): its result, not the work again.
+        with forest.fuzzy_lock:
+            for kept_nodes, kept_texts, kept_key, kept in forest.fuzzy_flat:
+                if kept_nodes is nodes and kept_texts is texts and kept_key == key:
+                    return kept
+            return _make_omp_texts(forest, texts, nodes, key, pause or _no_pause)
+    finally:
+        if pause is None:
+            with forest.waiters_lock:
+                forest.fuzzy_waiters -= 1
+
+
+def _no_pause() -> None:
+    pass
+
+
+def _make_omp_texts(
+    forest: Forest,
+    texts: AgentTexts,
+    nodes: Sequence[FlatNode],
+    key: tuple[int, int, int],
+    pause: Callable[[], None],
+) -> tuple[list[str], list[int], Joined]:
     search = texts.search
     # The messages whose stored (lowercased) text loses the case oh-my-pi splits words by, as written.
     cased = forest.case_texts()
+    pause()
+    if not forest.fuzzy_texts:
+        forest.restore_fuzzy()  # a big session's, as the last search left them (once per forest)
+        pause()
     known_texts = forest.fuzzy_texts
     folded: list[str] = []
     masks: list[int] = []
     # (index, id, text, label, haystack) of the nodes whose text or label is new: normalized all at once.
     fresh: list[tuple[int, Any, str, str | None, str]] = []
     for index, flat_node in enumerate(nodes):
+        if not index % NORMALIZE_CHUNK:
+            pause()
         node = flat_node.node
         text = cased.get(flat_node.id) if node.entry.get("message") is not None else None
         if text is None:
@@ -193,15 +232,47 @@ def _omp_texts(
             folded.append("")
             masks.append(0)
         else:
+            if known[0] is not text or known[1] is not label:
+                # Read from disk (forest.restore_fuzzy): the node's own strings, not a copy of them.
+                known_texts[flat_node.id] = (text, label, known[2], known[3])
             folded.append(known[2])
             masks.append(known[3])
-    for (index, node_id, text, label, _), normal in zip(
-        fresh, normalize_many([item[4] for item in fresh]), strict=True
-    ):
+    added = 0
+    haystacks = [item[4] for item in fresh]
+    normals: list[str] = []
+    for start in range(0, len(haystacks), NORMALIZE_CHUNK):
+        pause()
+        normals += normalize_many(haystacks[start : start + NORMALIZE_CHUNK])
+    for number, ((index, node_id, text, label, _), normal) in enumerate(zip(fresh, normals, strict=True)):
+        if not number % NORMALIZE_CHUNK:
+            pause()
         mask = char_mask(normal)
+        old = known_texts.get(node_id)
+        added += len(normal) - (len(old[2]) if old is not None else 0)
         known_texts[node_id] = (text, label, normal, mask)
         folded[index] = normal
         masks[index] = mask
+    forest.fuzzy_chars += added
+    if len(fresh) >= FUZZY_SAVE_MIN:
+        forest.save_fuzzy()
+    pause()
     made = (folded, masks, Joined(folded))
     forest.fuzzy_flat = [(nodes, texts, key, made), *forest.fuzzy_flat[:1]]
     return made
+
+
+def prepare_search(
+    nodes: Sequence[FlatNode], forest: Forest, agent: Agent, pause: Callable[[], None] = _no_pause
+) -> None:
+    """Make ahead what ``agent``'s first search over the flat ``nodes`` reads: the texts the rule set reads
+    differently and, for oh-my-pi, every node's normalized haystack (restored from disk, or made), so that a
+    search typed meanwhile waits for this work instead of doing it again, and one typed later finds it.
+    ``pause`` is called between its steps (it may wait while requests are answered; it should not while a
+    search waits for this work: ``forest.fuzzy_waiters``)."""
+    if agent == "omp15":
+        return
+    pause()
+    texts = forest.agent_texts(agent)
+    if agent == "omp":
+        pause()
+        _omp_texts(forest, texts, nodes, pause)

@@ -462,6 +462,17 @@ class Forest:
         self.fuzzy_texts: dict[Any, tuple[str, str | None, str, int]] = {}
         # The haystacks and masks of a flattened tree's nodes by index, for its next search (tree_filter).
         self.fuzzy_flat: list[tuple[Any, Any, tuple[int, int, int], Any]] = []
+        # A big session's snapshot key (its fuzzy_texts are kept on disk too, see save_fuzzy), and whether
+        # that file was read already.
+        self.snapshot_key: str | None = None
+        self._fuzzy_restored = False
+        self.fuzzy_chars = 0  # the characters of the normalized haystacks in fuzzy_texts (fuzzy_bytes)
+        # Held while oh-my-pi's haystacks are made (tree_filter._omp_texts), and while the texts a rule set
+        # reads are loaded: a search waits for the same work done ahead of it (tree_filter.prepare_search).
+        self.fuzzy_lock = threading.Lock()
+        self.fuzzy_waiters = 0  # searches waiting for fuzzy_lock (counted under waiters_lock)
+        self.waiters_lock = threading.Lock()
+        self._texts_lock = threading.Lock()
 
     @classmethod
     def load(cls, session: AgentSession) -> Forest:
@@ -481,7 +492,8 @@ class Forest:
             rows = list(_rows(self.session_pk, 0, stop))
             self._build(rows, stop)
         if len(rows) >= SNAPSHOT_MIN_ROWS:
-            _save_snapshot(_snapshot_key(session), stop, rows)
+            self.snapshot_key = _snapshot_key(session)
+            _save_snapshot(self.snapshot_key, stop, rows)
 
     def _build(self, rows: Sequence[Sequence[Any]], stop: int) -> None:
         """Make the forest of these rows (``_COLUMNS``, seq order), every row with ``seq < stop``."""
@@ -550,6 +562,7 @@ class Forest:
         with suppress(OSError):
             os.utime(_snapshot_path(key))  # the most recently opened first (prewarm_sessions, pruning)
         self._build(rows, stop)
+        self.snapshot_key = key
         # Only the rows added since are read; a deletion since (a rewritten file) reads everything.
         self.refresh(session)
         return True
@@ -633,19 +646,27 @@ class Forest:
     def agent_texts(self, agent: Agent) -> AgentTexts:
         """What ``agent``'s rules read differently from the stored columns (made once per state of the
         forest; a thread may make it while another appends: the older answer is then not kept)."""
-        cached = self._agent_texts
-        found = cached.get(agent)
-        if found is None:
-            found = _load_agent_texts(self.session_pk, self.next_seq, agent)
-            if self._agent_texts is cached:
-                self._agent_texts = {**cached, agent: found}
+        found = self._agent_texts.get(agent)
+        if found is not None:
+            return found
+        with self._texts_lock:
+            cached = self._agent_texts
+            found = cached.get(agent)
+            if found is None:
+                found = _load_agent_texts(self.session_pk, self.next_seq, agent)
+                if self._agent_texts is cached:
+                    self._agent_texts = {**cached, agent: found}
         return found
 
     def case_texts(self) -> dict[str, str]:
         """Entry id → the search text as written of the messages whose words oh-my-pi's search splits by case
         (the stored ``search_text`` is lowercased); read once, then only the rows appended since."""
         stop = self.next_seq
-        if self._case_seq < stop:
+        if self._case_seq >= stop:
+            return self._case_texts
+        with self._texts_lock:
+            if self._case_seq >= stop:
+                return self._case_texts
             rows = (
                 Entry.objects.filter(session_id=self.session_pk, seq__gte=self._case_seq, seq__lt=stop)
                 .exclude(fuzzy_text="")
@@ -657,6 +678,36 @@ class Forest:
                 self._case_texts = {**self._case_texts, **found}
             self._case_seq = stop
         return self._case_texts
+
+    def restore_fuzzy(self) -> None:
+        """Fill ``fuzzy_texts`` from the file :meth:`save_fuzzy` wrote for this session (once per forest; the
+        entries made meanwhile win). A file of another session, version or import, or one whose rows do not
+        hash to its digest, is ignored; an entry whose text or label differs from the node's now is made
+        again by its user (``tree_filter._omp_texts`` compares both)."""
+        if self._fuzzy_restored or self.snapshot_key is None:
+            return
+        self._fuzzy_restored = True
+        found = _read_fuzzy(self.snapshot_key)
+        if found:
+            self.fuzzy_texts = {**found, **self.fuzzy_texts}
+            self.fuzzy_chars = sum(len(item[2]) for item in self.fuzzy_texts.values())
+
+    def save_fuzzy(self) -> None:
+        """Write ``fuzzy_texts`` to disk next to the snapshot (in a thread; a big session only), so that the
+        first search after a restart need not normalize every node again."""
+        if self.snapshot_key is None:
+            return
+        self._fuzzy_restored = True  # what the file holds is in memory now
+        items = list(self.fuzzy_texts.items())
+        threading.Thread(target=_write_fuzzy, args=(self.snapshot_key, items), name="forest-fuzzy").start()
+
+    def fuzzy_bytes(self) -> int:
+        """Estimated bytes held by ``fuzzy_texts`` and ``fuzzy_flat`` (their text counted once a character:
+        the normalized haystacks are ASCII mostly; the texts and labels are the nodes' own strings)."""
+        total = len(self.fuzzy_texts) * FUZZY_ENTRY_BYTES + self.fuzzy_chars
+        for _, _, _, (folded, _, joined) in self.fuzzy_flat:
+            total += len(folded) * FUZZY_FLAT_ROW_BYTES + len(joined.text)
+        return total
 
     def row_texts(self, agent: Agent, ids: Sequence[str]) -> dict[str, str]:
         """The row text (without label) of each of ``ids`` as ``agent``'s selector words it. The stored
@@ -765,9 +816,75 @@ def _prune_snapshots(kept: Path) -> None:
     for number, path in enumerate(files):
         if path != kept and (number >= SNAPSHOTS_KEPT or path.name.startswith(prefix)):
             path.unlink(missing_ok=True)
+            path.with_suffix(".fuzzy").unlink(missing_ok=True)
     for tmp in snapshot_dir().glob("*.tmp"):
         if time.time() - tmp.stat().st_mtime > 3600:
             tmp.unlink(missing_ok=True)
+
+
+# -- oh-my-pi's normalized search haystacks of a big session's nodes, kept next to its snapshot ------------
+
+FUZZY_VERSION = 1
+#: Seconds the thread that writes them waits first: the search that made them is answered before.
+FUZZY_SAVE_DELAY = 1.0
+#: Estimated bytes of one ``Forest.fuzzy_texts`` entry besides its normalized text's characters (dict slot,
+#: tuple, string and int headers), and of one row of a flattened tree's kept haystacks (list slots, a mask,
+#: a start offset): tracemalloc on the 100,000-entry session measured 75 MB for both, these give 74.
+FUZZY_ENTRY_BYTES = 320
+FUZZY_FLAT_ROW_BYTES = 160
+
+
+def _fuzzy_path(key: str) -> Path:
+    return _snapshot_path(key).with_suffix(".fuzzy")
+
+
+def _write_fuzzy(key: str, items: list[tuple[Any, tuple[str, str | None, str, int]]]) -> None:
+    """One header line (version, snapshot key, the rows' digest), then the rows by column: ids, texts, labels,
+    normalized texts, masks (read back by C-level zips); written atomically, a failure only logged."""
+    path = _fuzzy_path(key)
+    time.sleep(FUZZY_SAVE_DELAY)
+    try:
+        ids = [node_id for node_id, _ in items]
+        columns = [list(column) for column in zip(*(item for _, item in items), strict=True)] or [[]] * 4
+        rows = orjson.dumps([ids, *columns])
+        digest = hashlib.blake2b(rows, digest_size=16).hexdigest()
+        header = orjson.dumps({"version": FUZZY_VERSION, "key": key, "digest": digest})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(header + b"\n" + rows)
+        os.replace(tmp, path)
+    except (OSError, TypeError, ValueError, orjson.JSONEncodeError):
+        logger.warning("could not save the search texts %s", path, exc_info=True)
+
+
+def _read_fuzzy(key: str) -> dict[Any, tuple[str, str | None, str, int]]:
+    """What :func:`_write_fuzzy` wrote for ``key``; empty when there is no such file, or it is another
+    session's or version's, or damaged (its rows do not hash to the digest, or are not of that shape)."""
+    try:
+        header, _, rows = _fuzzy_path(key).read_bytes().partition(b"\n")
+        meta = orjson.loads(header)
+        if not isinstance(meta, dict) or meta.get("version") != FUZZY_VERSION or meta.get("key") != key:
+            return {}
+        if hashlib.blake2b(rows, digest_size=16).hexdigest() != meta.get("digest"):
+            return {}
+        data = orjson.loads(rows)
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    if not isinstance(data, list) or len(data) != 5 or not all(isinstance(column, list) for column in data):
+        return {}
+    ids, texts, labels, normals, masks = data
+    if len({len(column) for column in data}) != 1:
+        return {}
+    # Checked by type, a column at a time (in C): the digest tells damage, this a file of other shape.
+    if not (
+        set(map(type, ids)) <= {str}
+        and set(map(type, texts)) <= {str}
+        and set(map(type, labels)) <= {str, type(None)}
+        and set(map(type, normals)) <= {str}
+        and set(map(type, masks)) <= {int}
+    ):
+        return {}
+    return dict(zip(ids, zip(texts, labels, normals, masks, strict=True), strict=True))
 
 
 def _seq(node: DbNode) -> int:

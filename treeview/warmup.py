@@ -69,13 +69,17 @@ def warm_up() -> None:
 def _prewarm(limit: int) -> None:
     from django.db import close_old_connections, connections
 
-    from treeview.explorer import explorer_tree
+    from treeview.explorer import explorer_tree, prepare_search
     from treeview.tree_index import snapshot_sessions
 
     try:
+        trees = []
         for session in snapshot_sessions(limit):
-            session.rules  # noqa: B018 -- the detected rules (stored on disk), as the page asks
-            explorer_tree(session, session.leaf_id)
+            rules = session.rules  # the detected rules (stored on disk), as the page asks
+            trees.append((explorer_tree(session, session.leaf_id), rules.agent))
+        for tree, agent in trees:
+            # What the first search reads (oh-my-pi's normalized haystacks), once every page is ready.
+            prepare_search(tree, agent, wait=True)
     except Exception:  # only a head start is lost
         logger.warning("could not prewarm the session caches", exc_info=True)
     finally:

@@ -194,8 +194,6 @@ def case_matters(value: str) -> bool:
 
 # Separates the texts normalized at once (in a text, a gap: replaced by a space first).
 _BETWEEN: Final = "\x00"
-_AROUND_BETWEEN: Final = re.compile(f" ?{_BETWEEN} ?")
-_ASCII_GAPS_BETWEEN: Final = re.compile(f"[^a-z0-9{_BETWEEN}]+")
 
 
 def normalize_fast(value: str) -> str:
@@ -206,25 +204,60 @@ def normalize_fast(value: str) -> str:
     return _gaps().sub(" ", value).strip(" ")
 
 
+# The camelCase patterns as searches that start at an uppercase letter (few in a text), the character
+# before or after it checked there: the same places as ``_UPPER_RUN`` and ``_CAMEL`` (a space goes before
+# the last capital of a run followed by a lowercase letter, and before a capital after a lowercase letter
+# or digit), without trying a match at every character.
+_UPPER_RUN_AT: Final = re.compile(r"[A-Z](?<=[A-Z][A-Z])(?=[a-z])")
+_CAMEL_AT: Final = re.compile(r"[A-Z](?<=[a-z0-9][A-Z])")
+# Every ASCII character that is not a lowercase letter or digit (nor the separator) becomes a space; the
+# other bytes (of UTF-8 sequences) stay.
+_GAP_BYTES: Final = bytes(
+    code if "a" <= chr(code) <= "z" or "0" <= chr(code) <= "9" or code == 0 or code >= 128 else 32
+    for code in range(256)
+)
+# More distinct characters than that (not letters, marks or digits) in the texts that are not ASCII: they
+# become spaces by a translation table (a step per character) instead of one replacement each.
+_MANY_GAPS: Final = 64
+
+
+def _space_before(match: re.Match[str]) -> str:
+    return f" {match.group()}"
+
+
 def normalize_many(values: Sequence[str]) -> list[str]:
-    """:func:`normalize_fast` of each of ``values``; the ASCII ones (most) on all of them joined, a few scans
-    in C instead of a few per text. No step reaches across the separator (a control character, which
+    """:func:`normalize_fast` of each of ``values``, on all of them joined (the ASCII ones apart from the
+    others): a few steps in C over the whole text instead of a few per text. Gaps become spaces in the UTF-8
+    bytes (a translation table for ASCII, one replacement per other character that is not a letter, mark or
+    digit), then runs of spaces one space. No step reaches across the separator (a control character, which
     lowercasing and the camelCase patterns leave alone, and which a text's own gaps would have become)."""
     out = [""] * len(values)
-    ascii_rows = []
+    ascii_rows: list[int] = []
+    other_rows: list[int] = []
     for row, value in enumerate(values):
-        if value.isascii():
-            ascii_rows.append(row)
-        else:
-            out[row] = normalize_fast(value)
-    if ascii_rows:
+        (ascii_rows if value.isascii() else other_rows).append(row)
+    for rows in (ascii_rows, other_rows):
+        if not rows:
+            continue
         joined = _BETWEEN.join(
             value.replace(_BETWEEN, " ") if _BETWEEN in value else value
-            for value in (values[row] for row in ascii_rows)
+            for value in (values[row] for row in rows)
         )
-        joined = _CAMEL.sub(r"\1 \2", _UPPER_RUN.sub(r"\1 \2", joined)).lower()
-        joined = _AROUND_BETWEEN.sub(_BETWEEN, _ASCII_GAPS_BETWEEN.sub(" ", joined)).strip(" ")
-        for row, normal in zip(ascii_rows, joined.split(_BETWEEN), strict=True):
+        joined = _CAMEL_AT.sub(_space_before, _UPPER_RUN_AT.sub(_space_before, joined)).lower()
+        gaps = (
+            [] if rows is ascii_rows else [ch for ch in set(joined) if ch > "\x7f" and not _is_word_char(ch)]
+        )
+        if len(gaps) > _MANY_GAPS:
+            joined = joined.translate(dict.fromkeys(map(ord, gaps), " "))
+            gaps = []
+        # UTF-8 synchronizes: a character's bytes are never inside another's (lone surrogates: gaps too).
+        data = joined.encode("utf-8", "surrogatepass").translate(_GAP_BYTES)
+        for ch in gaps:
+            data = data.replace(ch.encode("utf-8", "surrogatepass"), b" ")
+        while b"  " in data:  # each pass halves the runs of spaces
+            data = data.replace(b"  ", b" ")
+        data = data.replace(b" \x00", b"\x00").replace(b"\x00 ", b"\x00").strip(b" ")
+        for row, normal in zip(rows, data.decode("utf-8", "surrogatepass").split(_BETWEEN), strict=True):
             out[row] = normal
     return out
 

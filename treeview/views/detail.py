@@ -103,6 +103,8 @@ def _page_state(request: HttpRequest, session: AgentSession) -> tuple[PageState,
         raise Http404("no entry with this id in the session")
     leaf_id = leaf_param or session.leaf_id
     tree = stored if leaf_id == session.leaf_id else explorer.explorer_tree(session, leaf_id)
+    # A big session's first search is made ahead while the person reads the page (once per tree).
+    explorer.prepare_search(tree, session.rules.agent)
     state = PageState(
         session=session,
         mode=cast(FilterMode, data["filter"]),
