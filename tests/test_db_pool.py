@@ -67,7 +67,13 @@ def _run_threads(pool_size: str) -> tuple[subprocess.CompletedProcess[str], int]
     child_env.pop("DATABASE_URL", None)
     params = connection.get_connection_params()
     peak = 0
+    count = (
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()"
+        " AND backend_type = 'client backend'"
+    )
     with psycopg.connect(**params, autocommit=True) as watcher:
+        # The test process's own connection, and any other test's still closing: not the child's.
+        before = int(watcher.execute(count, (database,)).fetchone()[0])  # type: ignore[index]
         process = subprocess.Popen(
             [sys.executable, "-c", _THREADS],
             cwd=REPO,
@@ -78,12 +84,8 @@ def _run_threads(pool_size: str) -> tuple[subprocess.CompletedProcess[str], int]
         )
         deadline = time.monotonic() + 60
         while process.poll() is None and time.monotonic() < deadline:
-            row = watcher.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-                (database,),
-            ).fetchone()
-            # The test process's own connection (one) is counted too.
-            peak = max(peak, int(row[0]) - 1 if row else 0)
+            row = watcher.execute(count, (database,)).fetchone()
+            peak = max(peak, int(row[0]) - before if row else 0)
             time.sleep(0.02)
         output, _ = process.communicate(timeout=30)
     return subprocess.CompletedProcess(process.args, process.returncode, output), peak
