@@ -6,6 +6,9 @@ process's pool in the session middleware and shared the CPU, and another user's 
 all of them (p95 3 s). :class:`RefreshGate` lets them in ``ARBOR_ROWS_CONCURRENCY`` at a time, first in the
 middleware chain, so that a waiting request holds no connection and takes no CPU; the rows endpoint costs a
 few milliseconds a request, so the last page of a burst of 100 still has its rows within a second or two.
+
+Being first, the gate also counts the requests in flight (:func:`requests_in_flight`): work that can wait,
+such as preparing a big session's first search in a thread, pauses while people are being answered.
 """
 
 from __future__ import annotations
