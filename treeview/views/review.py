@@ -300,20 +300,6 @@ def _walk(nodes: list[SubagentNode]) -> list[SubagentNode]:
     return [each for node in nodes for each in (node, *_walk(node.children))]
 
 
-def _parents(sessions: list[AgentSession], user: Any) -> dict[int, AgentSession]:
-    """Subagent transcript pk → the session that spawned it, for those whose session ``user`` sees."""
-    wanted = {s.subagent_of_id for s in sessions if s.subagent_of_id is not None}
-    if not wanted:
-        return {}
-    parents = {
-        p.pk: p
-        for p in visible_sessions(user, AgentSession.objects.filter(pk__in=wanted))
-        .with_first_prompt()
-        .only("pk", "session_id", "title")
-    }
-    return {s.pk: parents[s.subagent_of_id] for s in sessions if s.subagent_of_id in parents}
-
-
 def _top_parents(sessions: list[AgentSession], user: Any) -> dict[int, AgentSession]:
     """Subagent transcript pk → the session of its own above it (up the ``subagent_of`` links, one query
     per level), or the outermost one ``user`` sees below an unseen one: the row the list nests it under."""
@@ -372,8 +358,9 @@ def _needs_changes(user: Any, team: Team | None, page: int) -> tuple[list[Sessio
             *RULES_FIELDS,
         )
     }
-    # A subagent transcript's branch is shown under the session that spawned it (its title first).
-    parents = _parents(list(by_pk.values()), user)
+    # A subagent transcript's branch is shown under the session of its own it was spawned under (its title
+    # first), as "Mentioning me" shows a transcript's comments.
+    parents = _top_parents(list(by_pk.values()), user)
     # Branches named by words: their last user prompt.
     texts: dict[tuple[int, str], str] = {}
     for pk in by_pk:
