@@ -14,10 +14,13 @@ from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from treeview.ingest.asgi import BodyLimit  # noqa: E402
+from treeview.memory import limit_arenas  # noqa: E402
 from treeview.origin import SameOriginValidator  # noqa: E402
 from treeview.routing import websocket_urlpatterns  # noqa: E402
 from treeview.warmup import prewarm_sessions, warm_up  # noqa: E402
 
+# Before the request threads start: they share ARBOR_MALLOC_ARENAS allocator arenas (treeview/memory.py).
+limit_arenas(settings.ARBOR_MALLOC_ARENAS)
 # Load what the first request would otherwise load: the URLconf with every view, Pygments' lexer table, the
 # templates compiled, the Markdown renderer (treeview/warmup.py).
 warm_up()

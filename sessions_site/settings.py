@@ -143,6 +143,12 @@ ARBOR_PREWARM_SESSIONS = env.get_int("ARBOR_PREWARM_SESSIONS", 1, minimum=0)
 # makes every open page of the session refetch its rows; the burst waits its turn instead of slowing everyone.
 ARBOR_ROWS_CONCURRENCY = env.get_int("ARBOR_ROWS_CONCURRENCY", 2, minimum=1)
 
+# Memory a server process gives back (treeview/memory.py, glibc only): the allocator's arenas its request
+# threads share (0: glibc's default, eight per CPU, which keeps memory freed after a burst for good), and
+# seconds without a request after which freed memory is returned to the system (0: never).
+ARBOR_MALLOC_ARENAS = env.get_int("ARBOR_MALLOC_ARENAS", 2, minimum=0)
+ARBOR_IDLE_TRIM_SECONDS = env.get_int("ARBOR_IDLE_TRIM_SECONDS", 2, minimum=0)
+
 # Interactive queries (the search across sessions): milliseconds a statement may run before the database stops
 # it and the page says so (treeview/interactive.py); 0: no limit.
 ARBOR_QUERY_TIMEOUT_MS = env.get_int("ARBOR_QUERY_TIMEOUT_MS", 5000, minimum=0)

@@ -8,7 +8,9 @@ middleware chain, so that a waiting request holds no connection and takes no CPU
 few milliseconds a request, so the last page of a burst of 100 still has its rows within a second or two.
 
 Being first, the gate also counts the requests in flight (:func:`requests_in_flight`): work that can wait,
-such as preparing a big session's first search in a thread, pauses while people are being answered.
+such as preparing a big session's first search in a thread, pauses while people are being answered, and
+the memory freed by a burst is returned to the system once the process has been idle for a moment
+(``ARBOR_IDLE_TRIM_SECONDS``, :mod:`treeview.memory`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest
 from django.urls import Resolver404, resolve
+
+from treeview.memory import trim_when_idle
 
 __all__ = ["RefreshGate", "requests_in_flight"]
 
@@ -38,6 +42,7 @@ class RefreshGate:
         global _in_flight
         with _IN_FLIGHT_LOCK:
             _in_flight += 1
+        trim_when_idle.busy()
         try:
             if not _gated(request.path_info):
                 return self.get_response(request)
@@ -46,6 +51,9 @@ class RefreshGate:
         finally:
             with _IN_FLIGHT_LOCK:
                 _in_flight -= 1
+                idle = _in_flight == 0
+            if idle:
+                trim_when_idle.idle(settings.ARBOR_IDLE_TRIM_SECONDS, lambda: _in_flight == 0)
 
 
 # Requests of this process being answered (the gate is first in the chain: it sees them all).
