@@ -249,9 +249,10 @@ async def _load(
     # Clients spread over the workers as a front server spreads them (round robin).
     signed_in = [await _signed_in_client(bases[index % len(bases)], index) for index in range(clients)]
     plan = _requests(sid, deep_id)
-    # Warm-up: every kind once, so "before" is the RSS of a server that has served each page.
-    for _kind, url, headers in plan:
-        await signed_in[0].get(url.format(word="tree"), headers=headers)
+    # Warm-up: every kind once on every worker, so "before" is the RSS of servers that have served each page.
+    for client in signed_in[: len(bases)]:
+        for _kind, url, headers in plan:
+            await client.get(url.format(word="tree"), headers=headers)
     rss_before = sum(_rss_mb(pid) for pid in pids)
     latencies: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
