@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 
 import pytest
@@ -70,30 +69,42 @@ def test_trim_returns_what_a_burst_of_threads_freed() -> None:
 @glibc
 def test_idle_trimmer_trims_once_after_work_and_only_when_still_idle() -> None:
     trimmer = _IdleTrimmer()
-    busy = threading.Event()
+    in_flight = [0]
+
+    def idle() -> bool:
+        return in_flight[0] == 0
+
+    def wait_for(trims: int, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while trimmer.trims < trims and time.monotonic() < deadline:
+            time.sleep(0.01)
+
     # Nothing happened yet: an idle moment does not trim.
-    trimmer.idle(0.01, lambda: True)
+    trimmer.idle(0.01, idle)
     time.sleep(0.05)
     assert trimmer.trims == 0
     trimmer.busy()
-    trimmer.idle(0.01, lambda: not busy.is_set())
-    time.sleep(0.1)
+    trimmer.idle(0.01, idle)
+    wait_for(1, 2)
     assert trimmer.trims == 1
     # Another idle moment without work in between: nothing to give back.
-    trimmer.idle(0.01, lambda: True)
+    trimmer.idle(0.01, idle)
     time.sleep(0.05)
     assert trimmer.trims == 1
-    # Work resumed before the delay ran out: the pending trim is cancelled.
+    # A request started before the delay ran out and is still running: no trim while it runs ...
     trimmer.busy()
-    trimmer.idle(0.2, lambda: True)
+    trimmer.idle(0.05, idle)
+    in_flight[0] = 1
     trimmer.busy()
-    time.sleep(0.3)
+    time.sleep(0.15)
     assert trimmer.trims == 1
-    # Busy again by the time the timer fires: no trim.
-    busy.set()
-    trimmer.idle(0.01, lambda: not busy.is_set())
-    time.sleep(0.05)
+    # ... and the delay counts from when it ends.
+    in_flight[0] = 0
+    trimmer.idle(0.2, idle)
+    time.sleep(0.1)
     assert trimmer.trims == 1
+    wait_for(2, 2)
+    assert trimmer.trims == 2
 
 
 @glibc

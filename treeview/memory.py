@@ -17,6 +17,8 @@ import ctypes
 import ctypes.util
 import logging
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["available", "limit_arenas", "trim", "trim_when_idle"]
@@ -67,43 +69,55 @@ def trim() -> bool:
 
 
 class _IdleTrimmer:
-    """Calls :func:`trim` once ``delay`` seconds have passed with nothing in flight (one timer at a time)."""
+    """Calls :func:`trim` once the process has been idle for ``delay`` seconds after some work: one thread,
+    started on first use, that sleeps until then (a request ending costs a lock and an event, no thread)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
-        self._busy_since_trim = False
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._worked = False  # a request ran since the last trim
+        self._idle_since = 0.0
+        self._delay = 0.0
+        self._still_idle: Callable[[], bool] = lambda: True
         #: Trims done so far (each after an idle moment that followed some work).
         self.trims = 0
 
     def busy(self) -> None:
-        """A request started: the next idle moment trims (cancels a pending trim)."""
-        with self._lock:
-            self._busy_since_trim = True
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+        """A request started: the next idle moment trims."""
+        self._worked = True
 
-    def idle(self, delay: float, still_idle: Any) -> None:
-        """The last request in flight ended: trim after ``delay`` seconds if ``still_idle()`` then."""
-        if delay <= 0 or _LIBC is None:
+    def idle(self, delay: float, still_idle: Callable[[], bool]) -> None:
+        """The last request in flight ended: trim ``delay`` seconds from now if ``still_idle()`` then and
+        no request ended in between (each one moves the moment on)."""
+        if delay <= 0 or _LIBC is None or not self._worked:
             return
         with self._lock:
-            if not self._busy_since_trim or self._timer is not None:
-                return
-            timer = threading.Timer(delay, self._fire, args=(still_idle,))
-            timer.daemon = True
-            self._timer = timer
-        timer.start()
+            self._idle_since = time.monotonic()
+            self._delay = delay
+            self._still_idle = still_idle
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="arbor-idle-trim", daemon=True)
+                self._thread.start()
+        self._wake.set()
 
-    def _fire(self, still_idle: Any) -> None:
-        with self._lock:
-            self._timer = None
-            if not still_idle():
-                return
-            self._busy_since_trim = False
-            self.trims += 1
-        trim()
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            while True:
+                with self._lock:
+                    wait = self._idle_since + self._delay - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                    continue
+                with self._lock:
+                    if not self._worked or not self._still_idle():
+                        break  # busy again: the next request to end wakes this thread
+                    self._worked = False
+                    self.trims += 1
+                trim()
+                break
 
 
 trim_when_idle = _IdleTrimmer()
