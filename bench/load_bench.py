@@ -534,9 +534,10 @@ def render(all_results: list[dict[str, Any]], info: dict[str, str], seconds: flo
             growth = load["rss_rest"] / load["rss_before"] - 1 if load["rss_before"] else 0
             checks.append((f"{name}: RSS back within 20 %", growth <= 0.2, f"{growth:+.0%}"))
             if connections is not None:
-                # The pool keeps its connections for reuse until they are idle for its max_idle.
+                # Each worker's pool keeps its connections for reuse until they are idle for its max_idle.
+                pools = POOL_SIZE * result.get("workers", 1)
                 checks.append(
-                    (f"{name}: connections within the pool", connections <= POOL_SIZE, str(connections))
+                    (f"{name}: connections within the pools", connections <= pools, str(connections))
                 )
         rested = result.get("connections_rested")
         if rested is not None:
