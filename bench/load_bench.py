@@ -278,12 +278,14 @@ async def _load(
     }
 
 
-async def _fan_out(base: str, sid: str, label_target: str) -> dict[str, Any]:
+async def _fan_out(bases: list[str], sid: str, label_target: str) -> dict[str, Any]:
     import websockets
 
+    # Pages are spread over the workers as a front server spreads them (round robin); the label saves reach
+    # every page's worker through the channel layer.
+    base = bases[0]
     page_client = await _signed_in_client(base, 0)
     cookie = "; ".join(f"{name}={value}" for name, value in page_client.cookies.items())
-    host = base.split("://", 1)[1]
     refetch_done: dict[int, list[float]] = defaultdict(list)
     refetch_bytes: list[int] = []
     refetch_errors = 0
@@ -292,10 +294,11 @@ async def _fan_out(base: str, sid: str, label_target: str) -> dict[str, Any]:
 
     async def open_page(index: int) -> None:
         nonlocal refetch_errors
-        client = httpx.AsyncClient(base_url=base, timeout=REQUEST_TIMEOUT, cookies=page_client.cookies)
+        own = bases[index % len(bases)]
+        client = httpx.AsyncClient(base_url=own, timeout=REQUEST_TIMEOUT, cookies=page_client.cookies)
         async with websockets.connect(
-            f"ws://{host}/ws/s/{sid}/",
-            additional_headers={"Cookie": cookie, "Origin": base},
+            f"ws://{own.split('://', 1)[1]}/ws/s/{sid}/",
+            additional_headers={"Cookie": cookie, "Origin": own},
             open_timeout=30,
         ) as socket:
             connected.append(index)
@@ -338,7 +341,7 @@ async def _fan_out(base: str, sid: str, label_target: str) -> dict[str, Any]:
 
     async def read_list() -> None:
         nonlocal list_errors
-        reader = await _signed_in_client(base, 1)
+        reader = await _signed_in_client(bases[1 % len(bases)], 1)
         while not stop.is_set():
             started = time.monotonic()
             try:
@@ -465,7 +468,6 @@ def run_backend(
         log = Path(env["ARBOR_DATA_DIR"]) / "daphne.log"
         with contextlib.ExitStack() as servers:
             urls = [servers.enter_context(daphne(env, log, timeout=120)) for _ in range(workers)]
-            url = urls[0]
             pids = [_daphne_pid(each) for each in urls]
             results["load"] = []
             for clients in client_counts:
@@ -474,7 +476,7 @@ def run_backend(
                 outcome["connections_after"] = _pg_connections(env)
                 results["load"].append(outcome)
             print(f"{backend}: {SOCKETS} sockets, {LABEL_SAVES} label saves", file=sys.stderr)
-            results["fan_out"] = asyncio.run(_fan_out(url, sid, deep_id))
+            results["fan_out"] = asyncio.run(_fan_out(urls, sid, deep_id))
             results["fan_out"]["connections_after"] = _pg_connections(env)
             rested, waited = _pg_connections_rested(env)
             results["connections_rested"], results["rest_seconds"] = rested, waited
@@ -498,7 +500,7 @@ def render(all_results: list[dict[str, Any]], info: dict[str, str], seconds: flo
         f"{info['date']}; load average at the start {info['load']}.",
         f"`.venv/bin/python bench/load_bench.py --seconds {seconds:.0f}"
         f"{f' --workers {workers}' if workers > 1 else ''}`: {workers} daphne process"
-        f"{'es (clients spread round robin; the fan-out on the first)' if workers > 1 else ''}, "
+        f"{'es (clients and the fan-out pages spread round robin)' if workers > 1 else ''}, "
         "`DJANGO_DEBUG=0`, "
         "multi-user; PostgreSQL with the Redis channel layer and cache"
         f"{', SQLite too' if workers > 1 else ''}.",
