@@ -2,7 +2,8 @@
 // none of them imports another: `arbor:send` (detail: a message) goes out, `arbor:socket` (detail: a message)
 // comes in. A "changed" message (a label, a move, a summary or a sync, from this page or another) refreshes
 // the rows of the tree in view (explorer.js asks the rows endpoint for them), and the conversation when it
-// shows the branch that grew, unless the reader is typing in the tree or a navigation runs.
+// shows the branch that grew, unless the reader is typing in the tree or a navigation runs (then later), or
+// the page is in a background tab (then when it is shown again).
 
 const root = document.getElementById("navigator-root");
 const RETRY_MAX_MS = 15_000;
@@ -27,10 +28,16 @@ function emit(message) {
 }
 
 function busy() {
-  // Typing a label or a search, or a navigation dialog open: refresh later.
+  // Typing a label or a search, or a navigation dialog open: refresh later. A page in a background tab waits
+  // until it is shown again: a change to a session many people keep open costs only the pages being looked at.
   const active = document.activeElement;
   const typing = active instanceof HTMLElement && active.closest("#tree") && active.matches("input, textarea");
-  return Boolean(typing || document.querySelector("dialog[open]") || document.querySelector("#tree .label-editor"));
+  return Boolean(
+    document.hidden ||
+      typing ||
+      document.querySelector("dialog[open]") ||
+      document.querySelector("#tree .label-editor"),
+  );
 }
 
 function refresh() {
@@ -116,7 +123,13 @@ document.addEventListener("arbor:send", (event) => {
   }
 });
 
-// A refresh put off while the reader was busy runs when the dialog closes or the focus leaves the tree.
+// A refresh put off while the reader was busy runs when the dialog closes, the focus leaves the tree or the
+// tab is shown again.
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden && refreshWanted) {
+    scheduleRefresh();
+  }
+});
 for (const name of ["close", "focusout"]) {
   document.addEventListener(
     name,

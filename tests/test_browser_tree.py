@@ -257,6 +257,51 @@ def test_a_live_change_fetches_only_the_rows_in_view(
     ], fetched
 
 
+SET_HIDDEN = """(hidden) => {
+  for (const [name, value] of [["hidden", hidden], ["visibilityState", hidden ? "hidden" : "visible"]]) {
+    Object.defineProperty(document, name, { configurable: true, get: () => value });
+  }
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
+
+
+def test_a_page_in_a_background_tab_refreshes_when_shown_again(
+    page: Page, big: tuple[str, str], browser: Browser
+) -> None:
+    """A change fetches nothing for a hidden page; showing the page brings the change at once."""
+    base, session_id = big
+    open_page(page, base, session_id, "?filter=all")
+    expect(page.locator("#navigator-root")).to_have_attribute("data-live", "true")
+    target = page.locator('#tree [aria-selected="true"]').get_attribute("data-entry-id")
+    page.evaluate(
+        "window.__changes = 0; document.addEventListener('arbor:socket', "
+        "(event) => { if (event.detail.type === 'changed') window.__changes += 1; })"
+    )
+    page.evaluate(SET_HIDDEN, True)
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    other = page.context.new_page()
+    other.goto(f"{base}/s/{session_id}/?filter=all&targetId={target}")
+    other.locator('#tree [aria-selected="true"] > a').focus()
+    other.keyboard.press("Shift+L")
+    other.keyboard.type("while-hidden")
+    other.keyboard.press("Enter")
+    expect(other.locator(f'#tree [data-entry-id="{target}"] .label-chip')).to_have_text(
+        "while-hidden", timeout=TIMEOUT_MS
+    )
+    other.close()
+    # The change reached the hidden page (its socket is open) and it fetched nothing.
+    page.wait_for_function("window.__changes > 0", timeout=TIMEOUT_MS)
+    page.wait_for_timeout(1000)  # well past the refresh's delay
+    assert [url for url in requests if f"/s/{session_id}/" in url] == []
+    expect(page.locator(f'#tree [data-entry-id="{target}"]')).not_to_contain_text("while-hidden")
+    page.evaluate(SET_HIDDEN, False)
+    expect(page.locator(f'#tree [data-entry-id="{target}"] .label-chip')).to_have_text(
+        "while-hidden", timeout=TIMEOUT_MS
+    )
+    assert any("/rows/?" in url for url in requests), requests
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_phone_tree_is_readable_and_a_tap_shows_the_conversation(
     browser: Browser, big: tuple[str, str], scheme: str
