@@ -12,8 +12,9 @@ the header (title slot) and what follows the last complete line. Re-syncing a fi
 A half-written last line (no newline yet) is not imported; it is kept aside and read again at the next sync.
 
 Modules: ``files`` (sync_file, sync_paths, import_upload), ``paths`` (where session files are), ``importer``
-(one file's transaction), ``lines`` (bytes, hashes, digests), ``sessions`` (the row of a file),
-``entry_rows`` (fast inserts on a writer thread), ``totals`` (the session list's figures), ``result``.
+(one file's transaction; its first half, header and session row, in ``head``), ``lines`` (bytes, hashes,
+digests), ``sessions`` (the row of a file), ``entry_rows`` (fast inserts on a writer thread), ``totals`` (the
+session list's figures), ``result``.
 """
 
 from treeview.services.sync.files import import_upload, sync_file, sync_paths
