@@ -1,4 +1,4 @@
-"""Benchmark the share-link redaction scanner (issue 6): ``treeview/redaction.py``.
+"""Benchmark the share-link redaction scanner (issue 6): ``treeview/redaction/``.
 
 Run from the repository root::
 

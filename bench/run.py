@@ -39,7 +39,7 @@ from report import replace_block, targets_line
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 BENCHMARKS = ROOT / "BENCHMARKS.md"
-GENERATOR = ROOT / "treeview" / "session" / "generate.py"
+GENERATOR = ROOT / "treeview" / "session" / "generate"
 BEGIN = "<!-- bench:results:begin -->"
 END = "<!-- bench:results:end -->"
 
@@ -149,7 +149,10 @@ def child(path: str, profile: bool) -> dict[str, Any]:
 
 
 def _fingerprint() -> str:
-    return hashlib.sha256(GENERATOR.read_bytes()).hexdigest()[:10]
+    digest = hashlib.sha256()
+    for module in sorted(GENERATOR.glob("*.py")):
+        digest.update(module.read_bytes())
+    return digest.hexdigest()[:10]
 
 
 def ensure_session(entries: int, seed: int) -> tuple[Path, float | None]:

@@ -212,12 +212,12 @@ class _Fresh:
 
 
 def _deterministic(monkeypatch) -> _Fresh:
-    import treeview.session.session_manager as manager_module
+    from treeview.session.session_manager import branching
 
     fresh = _Fresh()
-    monkeypatch.setattr(manager_module, "new_session_id", fresh)
-    monkeypatch.setattr(manager_module, "generate_id", fresh)
-    monkeypatch.setattr(manager_module, "iso_now", fresh.now)
+    monkeypatch.setattr(branching, "new_session_id", fresh)
+    monkeypatch.setattr(branching, "generate_id", fresh)
+    monkeypatch.setattr(branching, "iso_now", fresh.now)
     return fresh
 
 

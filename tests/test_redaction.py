@@ -1,4 +1,4 @@
-"""The share-link redaction engine (treeview/redaction.py): pure, no database."""
+"""The share-link redaction engine (treeview/redaction/): pure, no database."""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
-from treeview import models, rules_cache, tree_index, warmup
-from treeview.models import AgentSession
+from treeview import rules_cache, tree_index, warmup
+from treeview.models import AgentSession, sessions
 from treeview.services.sync import sync_file
 from treeview.session.generate import write_session
 
@@ -32,7 +32,7 @@ def data_dir(settings, tmp_path: Path, monkeypatch) -> Path:
 
 def _restart() -> None:
     """What a new server process does not have: the decisions kept in memory."""
-    models._detected.clear()
+    sessions._detected.clear()
 
 
 def _fresh(session: AgentSession) -> AgentSession:

@@ -257,9 +257,9 @@ def test_title_slot_rewritten_in_place_updates_the_title(tmp_path: Path) -> None
 def test_a_big_import_refreshes_the_planner_statistics(tmp_path, monkeypatch):
     from django.db import connection
 
-    from treeview.services import sync
+    from treeview.services.sync import files
 
-    monkeypatch.setattr(sync, "ANALYZE_AFTER", 5)
+    monkeypatch.setattr(files, "ANALYZE_AFTER", 5)
     import_fixture(tmp_path, "v3_branching_labels.jsonl")
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":

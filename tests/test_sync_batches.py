@@ -14,6 +14,7 @@ from treeview.models import AgentSession, Entry, ImportIssue
 from treeview.services import sync
 from treeview.services.columns import entry_facts
 from treeview.services.export import export_text
+from treeview.services.sync import entry_rows, importer
 from treeview.session.generate import write_session
 
 pytestmark = pytest.mark.django_db
@@ -41,13 +42,13 @@ def test_batched_import_stores_the_same_rows_as_a_single_batch(
     path = tmp_path / "s.jsonl"
     path.write_bytes(big_session.read_bytes())
     threads = []
-    original = sync._RowWriter.__init__
+    original = entry_rows._RowWriter.__init__
 
     def spy(self: Any, conn: Any) -> None:
         original(self, conn)
         threads.append(self.thread)
 
-    monkeypatch.setattr(sync._RowWriter, "__init__", spy)
+    monkeypatch.setattr(entry_rows._RowWriter, "__init__", spy)
     result = sync.sync_file(path)
     assert result.status == "new" and result.entries_added == ENTRIES
     assert len(threads) == 1 and not threads[0].is_alive()
@@ -55,7 +56,7 @@ def test_batched_import_stores_the_same_rows_as_a_single_batch(
     assert export_text(result.session).encode() == path.read_bytes()
     result.session.delete()
 
-    monkeypatch.setattr(sync, "BATCH_SIZE", ENTRIES + 1)  # everything in the last batch: no writer thread
+    monkeypatch.setattr(importer, "BATCH_SIZE", ENTRIES + 1)  # everything in the last batch: no writer thread
     again = sync.sync_file(path)
     assert again.entries_added == ENTRIES and len(threads) == 1
     assert stored_rows() == batched
@@ -90,7 +91,7 @@ def test_a_database_error_on_the_writer_thread_fails_the_import_and_stores_nothi
     path = tmp_path / "s.jsonl"
     path.write_bytes(big_session.read_bytes())
     calls = []
-    insert = sync.insert_entry_rows
+    insert = entry_rows.insert_entry_rows
 
     def failing(rows: list[tuple[Any, ...]], conn: Any = None) -> None:
         calls.append(threading.current_thread())
@@ -98,7 +99,8 @@ def test_a_database_error_on_the_writer_thread_fails_the_import_and_stores_nothi
             raise RuntimeError("disk full")
         insert(rows, conn)
 
-    monkeypatch.setattr(sync, "insert_entry_rows", failing)
+    monkeypatch.setattr(entry_rows, "insert_entry_rows", failing)  # the writer thread's batches
+    monkeypatch.setattr(importer, "insert_entry_rows", failing)  # the last batch
     result = sync.sync_file(path)
     assert result.status == "failed" and "disk full" in (result.error or "")
     assert calls[0] is not threading.main_thread()
@@ -114,14 +116,14 @@ def test_a_constraint_violation_on_the_writer_thread_rolls_the_import_back(
 ) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(big_session.read_bytes())
-    add = sync._Importer._add
+    add = importer._Importer._add
     count = []
 
     def bad_line(self: Any, value: Any, raw: str, before: str, digest: str, line: int) -> None:
         count.append(1)
         add(self, value, raw, before, digest, -1 if len(count) == 2500 else line)  # CHECK (line >= 0)
 
-    monkeypatch.setattr(sync._Importer, "_add", bad_line)
+    monkeypatch.setattr(importer._Importer, "_add", bad_line)
     result = sync.sync_file(path)
     assert result.status == "failed" and "IntegrityError" in (result.error or "")
     assert not AgentSession.objects.exists() and not Entry.objects.exists()
@@ -142,7 +144,7 @@ def test_an_error_while_reading_stops_the_writer_before_the_rollback(
             raise ValueError("boom")
         return entry_facts(entry, tool_calls)
 
-    monkeypatch.setattr(sync, "entry_facts", facts)
+    monkeypatch.setattr(importer, "entry_facts", facts)
     result = sync.sync_file(path)
     assert result.status == "failed" and "boom" in (result.error or "")
     assert not Entry.objects.exists()

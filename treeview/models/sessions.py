@@ -1,9 +1,4 @@
-"""Sessions and their entries, as imported from the agents' files.
-
-An ``Entry`` row is one line of a session file (or one entry Arbor appended), with its exact text and the
-columns the views filter, sort and search on. Rows are never updated: the file is append-only, and so is the
-table (``Entry.save`` and ``EntryQuerySet.update`` refuse). Labels are label entries, resolved per target.
-"""
+"""Sessions: ``AgentSession`` (one imported file), its queries, and the rules detected for it."""
 
 from __future__ import annotations
 
@@ -15,36 +10,14 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.db import models
-from django.db.models import Max, Q
+from django.db.models import Q
 
 from treeview.lru import LruCache
+from treeview.models.teams import Team
 from treeview.session.agents import AGENTS, AgentDecision, check_agent, detect_agent
-
-__all__ = [
-    "AgentSession",
-    "AppendOnlyError",
-    "Comment",
-    "Entry",
-    "EntryQuerySet",
-    "ImportIssue",
-    "Invite",
-    "Membership",
-    "ReviewStatus",
-    "SessionGrant",
-    "ShareLink",
-    "SiteSettings",
-    "SubagentKind",
-    "Team",
-    "TeamSecret",
-]
-
 
 #: How much of the first prompt an unnamed session shows as its title.
 TITLE_CHARS = 80
-
-
-class AppendOnlyError(RuntimeError):
-    """A stored entry cannot be changed: append a new entry instead (a label, a summary ...)."""
 
 
 class AgentSessionQuerySet(models.QuerySet["AgentSession"]):
@@ -80,66 +53,14 @@ class AgentSessionQuerySet(models.QuerySet["AgentSession"]):
 
     def with_first_prompt(self) -> AgentSessionQuerySet:
         """Annotate ``first_prompt``: the first user message's row text (an unnamed session's title)."""
+        from treeview.models.entries import Entry  # (entries.py imports this module)
+
         first = (
             Entry.objects.filter(session=models.OuterRef("pk"), type="message", role="user")
             .order_by("seq")
             .values("text")[:1]
         )
         return self.annotate(first_prompt=models.Subquery(first))
-
-
-class Team(models.Model):
-    """People who review sessions together: a session shared with a team is visible to its members."""
-
-    name = models.CharField(max_length=150, unique=True)
-    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="teams")
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class Membership(models.Model):
-    class Role(models.TextChoices):
-        MEMBER = "member", "member"
-        ADMIN = "admin", "admin"
-
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
-    role = models.CharField(max_length=8, choices=Role.choices, default=Role.MEMBER)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["team", "user"], name="membership_unique_user")]
-
-    def __str__(self) -> str:
-        return f"{self.user} in {self.team} ({self.role})"
-
-
-class Invite(models.Model):
-    """A single-use link that lets a new person choose a username and password (only its hash is stored)."""
-
-    token_hash = models.CharField(max_length=64, unique=True, help_text="sha256 of the token, hex")
-    note = models.CharField(max_length=200, blank=True, help_text="who it is for")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    expires_at = models.DateTimeField()
-    used_at = models.DateTimeField(null=True, blank=True)
-    used_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    team = models.ForeignKey(
-        Team,
-        on_delete=models.CASCADE,
-        null=True,
-        blank=True,
-        related_name="invites",
-        help_text="the new account joins this team",
-    )
-    role = models.CharField(max_length=8, choices=Membership.Role.choices, default=Membership.Role.MEMBER)
-
-    def __str__(self) -> str:
-        return f"invite {self.pk} ({self.note or 'no note'})"
 
 
 class SubagentKind(models.TextChoices):
@@ -307,6 +228,7 @@ class AgentSession(models.Model):
         from django.db import connections, router
 
         from treeview import rules_cache
+        from treeview.models.entries import Entry
 
         database = connections[router.db_for_read(Entry)].settings_dict.get("NAME")
         stamp = self.imported_at.isoformat() if self.imported_at is not None else ""
@@ -445,275 +367,3 @@ class AgentSession(models.Model):
             else:
                 labels.pop(target, None)
         return labels
-
-
-class SessionGrant(models.Model):
-    """The owner lets someone write to a session they may see (treeview/access.py): move its leaf, persist the
-    position, label entries, fork it and make public links. Seeing it is still up to its visibility."""
-
-    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="grants")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="session_grants"
-    )
-    granted_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["session", "user"], name="grant_unique_user")]
-
-    def __str__(self) -> str:
-        return f"{self.user} can write {self.session_id}"
-
-
-class EntryQuerySet(models.QuerySet["Entry"]):
-    def update(self, **kwargs: Any) -> int:
-        raise AppendOnlyError("entries are append-only; append a new entry instead")
-
-    def bulk_update(self, *args: Any, **kwargs: Any) -> int:
-        raise AppendOnlyError("entries are append-only; append a new entry instead")
-
-    def bulk_create(self, objs: Any, *args: Any, **kwargs: Any) -> list[Entry]:
-        if kwargs.get("update_conflicts"):
-            raise AppendOnlyError("entries are append-only: no upsert over stored entries")
-        return super().bulk_create(objs, *args, **kwargs)
-
-    def in_file_order(self) -> EntryQuerySet:
-        return self.order_by("seq")
-
-    def max_seq(self) -> int:
-        value = self.aggregate(m=Max("seq"))["m"]
-        return -1 if value is None else int(value)
-
-
-class Entry(models.Model):
-    """One entry of a session: the exact line, and the columns derived from it once at import."""
-
-    class Origin(models.TextChoices):
-        FILE = "file", "read from the session file"
-        ARBOR = "arbor", "appended in Arbor"
-
-    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="entries")
-    seq = models.BigIntegerField(
-        help_text="order of arrival in the session: file order, then Arbor's appends"
-    )
-    line = models.PositiveIntegerField(null=True, blank=True, help_text="physical line in the source file")
-    origin = models.CharField(max_length=8, choices=Origin.choices, default=Origin.FILE)
-    in_file = models.BooleanField(default=True, help_text="part of the source file (read, or written back)")
-    before = models.TextField(default="\n", help_text="exact text between the previous object and this one")
-    digest = models.CharField(max_length=32, blank=True, help_text="blake2b-128 of before + raw")
-    entry_id = models.CharField(max_length=64, blank=True)
-    # NULL: a root (parentId null). A string is kept as written, even when no entry has that id (an orphan).
-    parent_id = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
-    type = models.CharField(max_length=64)
-    role = models.CharField(max_length=32, blank=True)
-    timestamp = models.CharField(max_length=40, blank=True, help_text="as written")
-    ts = models.DateTimeField(null=True, blank=True, help_text="parsed timestamp, for sorting")
-    raw = models.TextField(help_text="the exact line text (without its newline)")
-    # Derived once at import (pure functions of this line, plus the tool call a tool result answers).
-    text = models.TextField(blank=True, help_text="the tree row text (§17.4), without label")
-    search_text = models.TextField(blank=True, help_text="lower-cased searchable text (§17.6), without label")
-    body_text = models.TextField(
-        blank=True, default="", help_text="full text for the search across sessions ('': not indexed)"
-    )
-    fuzzy_text = models.TextField(
-        blank=True,
-        default="",
-        help_text="message search text as written where oh-my-pi splits words by case ('': none)",
-    )
-    has_text = models.BooleanField(default=False, help_text="assistant message with non-blank text")
-    stop_reason = models.CharField(max_length=32, blank=True)
-    label_target = models.CharField(max_length=64, blank=True)
-    label_text = models.TextField(blank=True)
-    model = models.CharField(max_length=200, blank=True)
-    input_tokens = models.BigIntegerField(default=0)
-    output_tokens = models.BigIntegerField(default=0)
-    cost = models.FloatField(default=0)
-
-    objects = EntryQuerySet.as_manager()
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="entry_unique_seq")]
-        indexes = [
-            models.Index(fields=["session", "entry_id"]),
-            models.Index(fields=["session", "parent_id"]),
-            models.Index(fields=["session", "type", "seq"]),
-            models.Index(fields=["session", "label_target"]),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.type} {self.entry_id}"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding or (self.pk is not None and Entry.objects.filter(pk=self.pk).exists()):
-            raise AppendOnlyError(f"entry {self.entry_id} is stored; entries are append-only")
-        # An insert, never an UPDATE, whatever pk the object was built with.
-        kwargs["force_insert"] = True
-        super().save(*args, **kwargs)
-
-
-class ImportIssue(models.Model):
-    """A file that could not be imported, with the reason (shown in the session list until it imports)."""
-
-    source_path = models.TextField(unique=True)
-    error = models.TextField()
-    seen_at = models.DateTimeField(auto_now=True)
-
-    def __str__(self) -> str:
-        return f"{self.source_path}: {self.error}"
-
-
-# -- review ------------------------------------------------------------------------------------------------
-# Comments and review statuses are keyed by the entry id (a string), never by an Entry row: a re-import of a
-# grown or rewritten file replaces rows but keeps the ids, and so keeps the review.
-
-
-class Comment(models.Model):
-    """A comment on an entry, or on a text range inside it; replies point at the thread's first comment."""
-
-    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="comments")
-    entry_id = models.CharField(max_length=64)
-    parent = models.ForeignKey(
-        "self",
-        on_delete=models.CASCADE,
-        null=True,
-        blank=True,
-        related_name="replies",
-        help_text="thread root",
-    )
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="arbor_comments",
-    )
-    body = models.TextField(help_text="Markdown source (rendered sanitized)")
-    quote = models.TextField(blank=True, help_text="the text range commented on, as selected")
-    quote_start = models.PositiveIntegerField(
-        null=True, blank=True, help_text="offset of the quote in the entry's text"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    edited_at = models.DateTimeField(null=True, blank=True)
-    deleted_at = models.DateTimeField(null=True, blank=True, help_text="deleted by its author; replies stay")
-    resolved_at = models.DateTimeField(null=True, blank=True, help_text="on the thread root")
-    resolved_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    mentions = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="arbor_mentions")
-
-    class Meta:
-        ordering = ["created_at", "pk"]
-        indexes = [models.Index(fields=["session", "entry_id"])]
-
-    def __str__(self) -> str:
-        return f"comment {self.pk} on {self.entry_id}"
-
-
-class ReviewStatus(models.Model):
-    """The review status of one branch, named by its leaf entry. No row: unreviewed."""
-
-    class Status(models.TextChoices):
-        UNREVIEWED = "unreviewed", "unreviewed"
-        APPROVED = "approved", "approved"
-        NEEDS_CHANGES = "needs_changes", "needs changes"
-        ABANDONED = "abandoned", "abandoned"
-
-    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="review_statuses")
-    leaf_id = models.CharField(max_length=64)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.UNREVIEWED)
-    updated_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["session", "leaf_id"], name="review_unique_leaf")]
-        indexes = [models.Index(fields=["status", "session"])]
-
-    def __str__(self) -> str:
-        return f"{self.leaf_id}: {self.status}"
-
-
-# -- sharing -----------------------------------------------------------------------------------------------
-
-
-class ShareLink(models.Model):
-    """A read-only link to one branch for people without an account.
-
-    The token is ``lookup`` + a secret part; only ``lookup`` (random, for the index) and the sha256 of the
-    whole token are stored, and the hash is compared in constant time.
-    """
-
-    lookup = models.CharField(max_length=16, unique=True)
-    token_hash = models.CharField(max_length=64, help_text="sha256 of the whole token, hex")
-    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="share_links")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="share_links"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    leaf_id = models.CharField(max_length=64, help_text="the branch: the path from the root to this entry")
-    target_id = models.CharField(max_length=64, blank=True)
-    filter_mode = models.CharField(max_length=16, default="default")
-    query = models.CharField(max_length=200, blank=True)
-    follows = models.BooleanField(default=False, help_text="follows new entries below the leaf")
-    frozen_seq = models.BigIntegerField(help_text="entries stored before the link have a lower seq")
-    expires_at = models.DateTimeField()
-    max_views = models.PositiveIntegerField(null=True, blank=True)
-    view_count = models.PositiveIntegerField(default=0)
-    last_viewed_at = models.DateTimeField(null=True, blank=True)
-    note = models.CharField(max_length=500, blank=True)
-    unmasked = models.JSONField(default=list, blank=True, help_text="ids of redaction hits shown in clear")
-    redactions = models.JSONField(
-        default=list, blank=True, help_text="what was masked: [{entry_id, kind, fingerprint}], never the text"
-    )
-    masked_strings = models.JSONField(
-        default=list,
-        blank=True,
-        help_text="team strings in force when the link was made: always masked, whatever memberships become",
-    )
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    revoked_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-
-    class Meta:
-        ordering = ["-created_at", "-pk"]
-
-    def __str__(self) -> str:
-        return f"share {self.lookup} of {self.session_id}"
-
-
-class TeamSecret(models.Model):
-    """An exact string a team wants masked in everything its members share (a hostname, a customer name)."""
-
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="secrets")
-    value = models.TextField()
-    label = models.CharField(max_length=100, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return self.label or f"{self.team}: secret {self.pk}"
-
-
-class SiteSettings(models.Model):
-    """Site-wide switches an admin changes at run time (one row, pk 1)."""
-
-    public_sharing = models.BooleanField(
-        default=True, help_text="share links work; off: every link answers 404 and none can be made"
-    )
-
-    class Meta:
-        verbose_name = "site settings"
-        verbose_name_plural = "site settings"
-
-    def __str__(self) -> str:
-        return "site settings"
-
-    @classmethod
-    def current(cls) -> SiteSettings:
-        return cls.objects.get_or_create(pk=1)[0]
