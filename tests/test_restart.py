@@ -5,6 +5,7 @@ ignored when it does not (stale, another session's, corrupt); what a server load
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -279,3 +280,56 @@ def test_a_server_start_reads_the_most_recently_opened_big_session_into_the_cach
     key = (explorer.session_key(older), older.next_seq, older.entry_count, older.leaf_id)
     assert explorer._trees.get(key) is not None
     assert explorer._forests.get(explorer.session_key(newer)) is None  # one session asked for
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_prewarm_makes_the_first_page_and_the_start_waits_for_it(
+    tmp_path: Path, data_dir: Path, client, monkeypatch
+) -> None:
+    """What the session page derives from the tree (the window's filter, the branch on screen, the
+    conversation's page) is made by the prewarm, and ``wait`` returns once it is, before the search's
+    preparation: the first request then reads no forest, flattens nothing and renders no entry."""
+    from treeview import conversation, explorer
+
+    path = tmp_path / "gen.jsonl"
+    write_session(path, 80, 7)
+    session = sync_file(path).session
+    assert session is not None
+    explorer.clear_caches()
+    _restart()
+    session = AgentSession.objects.get(pk=session.pk)
+    searched: list[str] = []
+    release = threading.Event()
+
+    def slow_search(tree, agent, *, wait=False):  # the prewarm's search preparation: only after the pages
+        if wait:
+            searched.append(agent)
+            release.wait(30)
+
+    monkeypatch.setattr(explorer, "prepare_search", slow_search)
+    thread = warmup.prewarm_sessions(1, wait=30)
+    try:
+        assert thread is not None and thread.is_alive()  # still preparing the search: not waited for
+        key = (explorer.session_key(session), session.next_seq, session.entry_count, session.leaf_id)
+        tree = explorer._trees.get(key)
+        assert tree is not None
+        agent = session.rules.agent
+        visible_key = (agent, "default", "", None)
+        assert tree._visible.get(visible_key) is not None
+        window = explorer.tree_window(tree, "default", "", None, None, agent=agent)
+        assert tree._memo.get(("branch-on-screen", window.selected_id, agent)) is not None
+        made_before = len(tree._memo)
+
+        def no_loading(*args, **kwargs):
+            raise AssertionError("the first page read the forest again")
+
+        monkeypatch.setattr(tree_index.Forest, "load", no_loading)
+        monkeypatch.setattr(conversation, "_page", no_loading)
+        response = client.get(f"/s/{session.session_id}/")
+        assert response.status_code == 200
+        assert window.selected_id is not None and window.selected_id.encode() in response.content
+        assert len(tree._memo) == made_before  # nothing the page derives was missing
+    finally:
+        release.set()
+        thread.join(30)
+    assert searched == [session.rules.agent]
