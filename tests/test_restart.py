@@ -333,3 +333,160 @@ def test_the_prewarm_makes_the_first_page_and_the_start_waits_for_it(
         release.set()
         thread.join(30)
     assert searched == [session.rules.agent]
+
+
+# -- the forest's links and its flattened tree, kept in the snapshot -----------------------------------------
+
+
+def _flat_shape(flat) -> list[tuple[Any, ...]]:
+    return [
+        (
+            node.node.entry["id"],
+            node.indent,
+            node.display_indent,
+            node.show_connector,
+            node.is_last,
+            node.is_virtual_root_child,
+            node.depth,
+            node.gutters,
+            tuple(g.depth_position for g in node.gutters),
+            node.node.label,
+        )
+        for node in flat.nodes
+    ]
+
+
+def _from_the_table(session: AgentSession):
+    """The session's tree as a first ever page makes it: its rows read, linked and flattened."""
+    from treeview.session.selector_tree import flatten_tree
+
+    forest = tree_index.Forest(session.pk)
+    forest._build(list(tree_index._rows(session.pk, 0, session.next_seq)), session.next_seq)
+    return forest, flatten_tree(forest.roots, session.leaf_id, forest.leaf_path(session.leaf_id))
+
+
+def _assert_same_tree(tree, session: AgentSession) -> None:
+    forest, flat = _from_the_table(session)
+    assert _flat_shape(tree.flat) == _flat_shape(flat)
+    assert tree.flat.active_ids == flat.active_ids and tree.flat.leaf_id == flat.leaf_id == session.leaf_id
+    assert tree.flat.multiple_roots == flat.multiple_roots
+    assert list(tree.flat.by_id) == list(flat.by_id)
+    assert (
+        tree.leaf_index is not None and tree.flat.nodes[tree.leaf_index].node.entry["id"] == session.leaf_id
+    )
+    assert [r.entry["id"] for r in tree.forest.roots] == [r.entry["id"] for r in forest.roots]
+    for entry_id, node in forest.nodes.items():
+        kept = tree.forest.nodes[entry_id]
+        assert [c.entry["id"] for c in kept.children] == [c.entry["id"] for c in node.children]
+
+
+def _branchy_session(tmp_path: Path, seed: int = 11, entries: int = 400) -> AgentSession:
+    path = tmp_path / "gen.jsonl"
+    write_session(path, entries, seed)
+    session = sync_file(path).session
+    assert session is not None
+    return session
+
+
+def test_a_start_after_the_import_neither_links_nor_flattens(
+    tmp_path: Path, data_dir: Path, monkeypatch
+) -> None:
+    from treeview import explorer
+
+    session = _branchy_session(tmp_path)
+    (snapshot,) = (data_dir / "forests").glob("*.json")
+    kept = orjson.loads(snapshot.read_bytes())
+    assert kept["version"] == 2 and kept["forest"] is not None and kept["flat"]["leaf_id"] == session.leaf_id
+    assert len(kept["flat"]["gutters"]) > 3  # a branchy tree: its guides are kept too
+    explorer.clear_caches()
+    session = _fresh(session)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("linked or flattened again")
+
+    monkeypatch.setattr(tree_index, "build_forest", refused)
+    monkeypatch.setattr(explorer, "flatten_tree", refused)
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    monkeypatch.undo()
+    _assert_same_tree(tree, session)
+
+
+def _append_line(path: Path, entry: dict[str, Any]) -> None:
+    with path.open("a") as handle:
+        handle.write(json.dumps(entry) + "\n")
+
+
+@pytest.mark.parametrize("change", ["label", "message", "leaf"])
+def test_a_kept_tree_is_not_used_once_the_session_changed(
+    tmp_path: Path, data_dir: Path, monkeypatch, change: str
+) -> None:
+    """A label, an appended entry (rows the snapshot does not hold: it is kept, as for a small append) or a
+    moved leaf (no row at all): the start reads the snapshot and flattens the session as it is now."""
+    from treeview import explorer
+    from treeview.services.append import move_leaf
+
+    monkeypatch.setattr(tree_index, "SNAPSHOT_MIN_ROWS", 100)  # an append of a row keeps the snapshot
+    session = _branchy_session(tmp_path)
+    path = tmp_path / "gen.jsonl"
+    (snapshot,) = (data_dir / "forests").glob("*.json")
+    before = snapshot.read_bytes()
+    leaf = session.leaf_id
+    if change == "label":
+        _append_line(
+            path,
+            {
+                "type": "label",
+                "id": "lab00001",
+                "parentId": leaf,
+                "timestamp": "2026-06-01T10:00:00.000Z",
+                "targetId": leaf,
+                "label": "kept?",
+            },
+        )
+    elif change == "message":
+        _append_line(
+            path, {**_message("zz000001", leaf, "user", "one more", 59), "timestamp": "2026-06-01T10:00:00Z"}
+        )
+    if change == "leaf":
+        other = orjson.loads(before)["flat"]
+        moved = next(n for n in tree_index.Forest.load(session).nodes.values() if n.entry["id"] != leaf)
+        move_leaf(session, moved.entry["id"])
+        assert other["leaf_id"] == leaf
+    else:
+        assert sync_file(path).status == "grown"
+    assert snapshot.read_bytes() == before  # the snapshot (and its tree) are the import's
+    explorer.clear_caches()
+    session = _fresh(session)
+    assert session.leaf_id != leaf or change == "label"
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    _assert_same_tree(tree, session)
+    if change == "label":
+        assert tree.flat.by_id[leaf].node.label == "kept?"
+
+
+@pytest.mark.parametrize(
+    "damage", ["flat-node", "flat-gutter", "flat-leaf-index", "links-count", "links-twice"]
+)
+def test_kept_links_or_tree_that_do_not_fit_are_not_used(tmp_path: Path, data_dir: Path, damage: str) -> None:
+    from treeview import explorer
+
+    session = _branchy_session(tmp_path)
+    (snapshot,) = (data_dir / "forests").glob("*.json")
+    data = orjson.loads(snapshot.read_bytes())
+    flat, links = data["flat"], data["forest"]
+    if damage == "flat-node":
+        flat["nodes"][5] = len(flat["nodes"]) + 3
+    elif damage == "flat-gutter":
+        flat["gutters"][0][3] = 7  # a parent after it
+    elif damage == "flat-leaf-index":
+        flat["leaf_index"] = flat["leaf_index"] - 1
+    elif damage == "links-count":
+        links["count"] += 1
+    else:
+        first = next(i for i, kids in enumerate(links["children"]) if kids)
+        links["children"][first] = [*links["children"][first], links["children"][first][0]]
+    snapshot.write_bytes(orjson.dumps(data))
+    explorer.clear_caches()
+    session = _fresh(session)
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    _assert_same_tree(tree, session)

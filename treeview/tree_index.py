@@ -39,7 +39,7 @@ from treeview.session.selector import _HIDDEN_TYPES as HIDDEN_TYPES
 from treeview.session.selector import FilterMode, FlatTree, Row, RowFacts, flatten_tree, visible_rows
 from treeview.session.selector_text import searchable_text
 from treeview.session.selector_text_latest import omp_display_text, pi_display_text
-from treeview.session.selector_tree import register_tool_calls
+from treeview.session.selector_tree import flat_from_columns, flat_to_columns, register_tool_calls
 from treeview.session.tree import build_forest, sort_children
 
 __all__ = [
@@ -465,6 +465,9 @@ class Forest:
         # A big session's snapshot key (its fuzzy_texts are kept on disk too, see save_fuzzy), and whether
         # that file was read already.
         self.snapshot_key: str | None = None
+        # The flattened tree the snapshot kept (its leaf's, as of its rows), until the first tree is made
+        # (take_flat): with the generation it was read with, as plain lists.
+        self._kept_flat: tuple[int, dict[str, Any]] | None = None
         self._fuzzy_restored = False
         self.fuzzy_chars = 0  # the characters of the normalized haystacks in fuzzy_texts (fuzzy_bytes)
         # Held while oh-my-pi's haystacks are made (tree_filter._omp_texts), and while the texts a rule set
@@ -495,8 +498,10 @@ class Forest:
             self.snapshot_key = _snapshot_key(session)
             _save_snapshot(self.snapshot_key, stop, rows)
 
-    def _build(self, rows: Sequence[Sequence[Any]], stop: int) -> None:
-        """Make the forest of these rows (``_COLUMNS``, seq order), every row with ``seq < stop``."""
+    def _build(self, rows: Sequence[Sequence[Any]], stop: int, links: dict[str, Any] | None = None) -> None:
+        """Make the forest of these rows (``_COLUMNS``, seq order), every row with ``seq < stop``; ``links``:
+        the roots and children :meth:`links` gave for the forest of these rows (no sorting, no cycle check),
+        not used unless they fit the nodes."""
         nodes: dict[str, DbNode] = {}
         labels: dict[str, str] = {}
         times: dict[str, str] = {}
@@ -520,7 +525,8 @@ class Forest:
                 if (labeled := nodes.get(target)) is not None:
                     labeled.label = text
                     labeled.label_time = times.get(target)
-            roots, cycle_ids = build_forest(nodes)
+            linked = _linked(nodes, links) if links is not None else None
+            roots, cycle_ids = linked if linked is not None else build_forest(nodes)
         self.nodes = nodes
         self.roots = roots
         self.labels = labels
@@ -540,6 +546,73 @@ class Forest:
         self._row_texts = {}
         self._case_texts = {}
         self._case_seq = 0
+        self._kept_flat = None
+
+    def links(self) -> dict[str, Any] | None:
+        """The roots and children of this forest as places in ``nodes`` (plain lists, for the snapshot), so
+        that :meth:`_build` of the same rows can skip linking and sorting; ``None`` when it broke a cycle."""
+        if self.cycles:
+            return None
+        order = list(self.nodes.values())
+        place = {id(node): i for i, node in enumerate(order)}
+        return {
+            "count": len(order),
+            "roots": [place[id(root)] for root in self.roots],
+            "children": [[place[id(child)] for child in node.children] for node in order],
+        }
+
+    def leaf_path(self, leaf_id: str | None) -> list[DbNode] | None:
+        """The nodes root → ``leaf_id`` from the parent links (``None`` with a cycle or an unknown leaf): with
+        no cycle every parent that exists is the forest parent."""
+        nodes = self.nodes
+        if self.cycles or leaf_id is None or leaf_id not in nodes:
+            return None
+        node = nodes[leaf_id]
+        path = [node]
+        while (parent := nodes.get(node.entry["parentId"])) is not None and parent is not node:
+            path.append(parent)
+            node = parent
+        path.reverse()
+        return path
+
+    def flat_columns(self, leaf_id: str | None) -> dict[str, Any] | None:
+        """The tree flattened for ``leaf_id`` as plain lists (``selector_tree.flat_to_columns``) with its
+        leaf's place, for the snapshot; ``None`` when there is a cycle or no such leaf."""
+        path = self.leaf_path(leaf_id)
+        if path is None:
+            return None
+        place = {id(node): i for i, node in enumerate(self.nodes.values())}
+        with gc_paused():
+            flat = flatten_tree(self.roots, leaf_id, path)
+        columns = flat_to_columns(flat, place)
+        if columns is not None:
+            columns["leaf_index"] = len(path) - 1
+        return columns
+
+    def take_flat(self, leaf_id: str | None) -> tuple[FlatTree, int] | None:
+        """The flattened tree the snapshot kept, with its leaf's place, when it is the one for ``leaf_id`` of
+        this forest as it is now (read from that snapshot, no row added since: a label, an appended entry or
+        a moved leaf mean flattening again). Given once; ``None`` otherwise."""
+        kept, self._kept_flat = self._kept_flat, None
+        if kept is None or self.cycles:
+            return None
+        generation, data = kept
+        if generation != self.generation or data.get("next_seq") != self.next_seq:
+            return None
+        if data.get("leaf_id") != leaf_id or leaf_id is None:
+            return None
+        try:
+            with gc_paused():
+                flat = flat_from_columns(data, list(self.nodes.values()))
+            leaf_index = data["leaf_index"]
+        except (KeyError, TypeError, ValueError):
+            logger.warning("the flattened tree of the snapshot does not fit its forest", exc_info=True)
+            return None
+        if not isinstance(leaf_index, int) or not 0 <= leaf_index < len(flat.nodes):
+            return None
+        if flat.nodes[leaf_index].node.entry.get("id") != leaf_id:
+            return None
+        return flat, leaf_index
 
     def _restore(self, session: AgentSession) -> bool:
         """Build from the session's snapshot, then bring it up to the session; ``False`` when there is no
@@ -552,7 +625,9 @@ class Forest:
                 data = orjson.loads(_snapshot_path(key).read_bytes())
         except (OSError, orjson.JSONDecodeError):
             return False
-        if not isinstance(data, dict) or data.get("version") != SNAPSHOT_VERSION or data.get("key") != key:
+        if not isinstance(data, dict) or data.get("version") not in (1, SNAPSHOT_VERSION):
+            return False
+        if data.get("key") != key:
             return False
         stop, rows = data.get("next_seq"), data.get("rows")
         if not isinstance(stop, int) or not isinstance(rows, list) or stop > session.next_seq:
@@ -561,8 +636,12 @@ class Forest:
             return False  # reading the table (and saving a new snapshot) is about as fast
         with suppress(OSError):
             os.utime(_snapshot_path(key))  # the most recently opened first (prewarm_sessions, pruning)
-        self._build(rows, stop)
+        links = data.get("forest")
+        self._build(rows, stop, links if isinstance(links, dict) else None)
         self.snapshot_key = key
+        flat = data.get("flat")
+        if isinstance(flat, dict):
+            self._kept_flat = (self.generation, {**flat, "next_seq": stop})
         # Only the rows added since are read; a deletion since (a rewritten file) reads everything.
         self.refresh(session)
         return True
@@ -734,7 +813,8 @@ class Forest:
 
 #: Sessions with at least this many rows keep a snapshot (smaller ones load from the table in a blink).
 SNAPSHOT_MIN_ROWS = 20_000
-SNAPSHOT_VERSION = 1
+#: 2: with the forest's links and its tree flattened for the session's leaf (1, rows only, is still read).
+SNAPSHOT_VERSION = 2
 #: Snapshot files kept (the most recently written); each is about 360 bytes a row.
 SNAPSHOTS_KEPT = 12
 
@@ -756,12 +836,29 @@ def _snapshot_path(key: str) -> Path:
     return snapshot_dir() / f"{pk}-{hashlib.blake2b(key.encode(), digest_size=12).hexdigest()}.json"
 
 
-def _write_snapshot(key: str, stop: int, rows: Sequence[Sequence[Any]]) -> None:
-    """Write the snapshot (atomically: readers see the old file or the new one); a failure is only logged."""
+def _write_snapshot(
+    key: str,
+    stop: int,
+    rows: Sequence[Sequence[Any]],
+    links: dict[str, Any] | None = None,
+    flat: dict[str, Any] | None = None,
+) -> None:
+    """Write the snapshot (atomically: readers see the old file or the new one); a failure is only logged.
+    ``links``: the forest's roots and children (``Forest.links``), ``flat``: its tree flattened for the
+    session's leaf (``Forest.flat_columns``), both of these rows: a start then neither links nor flattens."""
     path = _snapshot_path(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = orjson.dumps({"version": SNAPSHOT_VERSION, "key": key, "next_seq": stop, "rows": rows})
+        data = orjson.dumps(
+            {
+                "version": SNAPSHOT_VERSION,
+                "key": key,
+                "next_seq": stop,
+                "rows": rows,
+                "forest": links,
+                "flat": flat,
+            }
+        )
         tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_bytes(data)
         os.replace(tmp, path)
@@ -787,7 +884,12 @@ def prepare_snapshot(session: AgentSession, *, rewritten: bool, added: int) -> b
     stop = session.next_seq
     with gc_paused():
         rows = list(_rows(session.pk, 0, stop))
-    _write_snapshot(_snapshot_key(session), stop, rows)
+        # The forest and its tree for the session's leaf, made here once so that a server start reads them.
+        forest = Forest(session.pk)
+        forest._build(rows, stop)
+    links = forest.links()
+    flat = forest.flat_columns(session.leaf_id)
+    _write_snapshot(_snapshot_key(session), stop, rows, links, flat)
     return True
 
 
@@ -889,6 +991,31 @@ def _read_fuzzy(key: str) -> dict[Any, tuple[str, str | None, str, int]]:
 
 def _seq(node: DbNode) -> int:
     return node.seq
+
+
+def _linked(nodes: dict[str, DbNode], links: dict[str, Any]) -> tuple[list[DbNode], list[str]] | None:
+    """``build_forest(nodes)`` from the roots and children ``Forest.links`` gave for the same rows; ``None``
+    when they do not fit ``nodes`` (then the caller links them itself). The nodes' children are set only
+    once everything was checked."""
+    try:
+        children = links["children"]
+        roots = links["roots"]
+        if links["count"] != len(nodes) or len(children) != len(nodes) or not isinstance(roots, list):
+            return None
+        order = list(nodes.values())
+        count = len(order)
+        kids = [[order[i] for i in places] if places else None for places in children]
+        # Every node below exactly one parent or a root: the places are a permutation of the nodes.
+        flat_places = [i for places in children for i in places]
+        if sorted(flat_places + roots) != list(range(count)):
+            return None
+        top = [order[i] for i in roots]
+    except (KeyError, TypeError, IndexError):
+        return None
+    for node, below in zip(order, kids, strict=True):
+        if below is not None:
+            node.children = below
+    return top, []
 
 
 def _resolve_label(labels: dict[str, str], target: str, text: str) -> None:
