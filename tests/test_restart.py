@@ -374,10 +374,32 @@ def _assert_same_tree(tree, session: AgentSession) -> None:
     assert (
         tree.leaf_index is not None and tree.flat.nodes[tree.leaf_index].node.entry["id"] == session.leaf_id
     )
-    assert [r.entry["id"] for r in tree.forest.roots] == [r.entry["id"] for r in forest.roots]
-    for entry_id, node in forest.nodes.items():
-        kept = tree.forest.nodes[entry_id]
-        assert [c.entry["id"] for c in kept.children] == [c.entry["id"] for c in node.children]
+    _assert_same_forest(tree.forest, forest)
+
+
+def _node_shape(node) -> tuple[Any, ...]:
+    return (
+        node.entry,
+        node.facts,
+        node.label,
+        node.label_time,
+        node.seq,
+        node.flags,
+        node.input_tokens,
+        node.output_tokens,
+        node.cost,
+        [c.entry["id"] for c in node.children],
+    )
+
+
+def _assert_same_forest(kept, forest) -> None:
+    """Every node with every field, in the same order, and what the forest knows besides."""
+    assert list(kept.nodes) == list(forest.nodes)
+    assert [_node_shape(n) for n in kept.nodes.values()] == [_node_shape(n) for n in forest.nodes.values()]
+    assert [r.entry["id"] for r in kept.roots] == [r.entry["id"] for r in forest.roots]
+    assert (kept.labels, kept.label_times) == (forest.labels, forest.label_times)
+    assert (kept.next_seq, kept.row_count, kept.cycles) == (forest.next_seq, forest.row_count, forest.cycles)
+    assert kept.dangling == forest.dangling
 
 
 def _branchy_session(tmp_path: Path, seed: int = 11, entries: int = 400) -> AgentSession:
@@ -465,7 +487,18 @@ def test_a_kept_tree_is_not_used_once_the_session_changed(
 
 
 @pytest.mark.parametrize(
-    "damage", ["flat-node", "flat-gutter", "flat-leaf-index", "links-count", "links-twice"]
+    "damage",
+    [
+        "flat-node",
+        "flat-gutter",
+        "flat-leaf-index",
+        "links-count",
+        "links-twice",
+        "columns-length",
+        "columns-kind",
+        "columns-message",
+        "columns-duplicate-id",
+    ],
 )
 def test_kept_links_or_tree_that_do_not_fit_are_not_used(tmp_path: Path, data_dir: Path, damage: str) -> None:
     from treeview import explorer
@@ -482,6 +515,14 @@ def test_kept_links_or_tree_that_do_not_fit_are_not_used(tmp_path: Path, data_di
         flat["leaf_index"] = flat["leaf_index"] - 1
     elif damage == "links-count":
         links["count"] += 1
+    elif damage == "columns-length":
+        data["columns"]["text"].pop()
+    elif damage == "columns-kind":
+        data["columns"]["kind"][3] = len(data["columns"]["kinds"])
+    elif damage == "columns-message":
+        data["columns"]["message"][3] = -2
+    elif damage == "columns-duplicate-id":
+        data["columns"]["id"][3] = data["columns"]["id"][2]
     else:
         first = next(i for i, kids in enumerate(links["children"]) if kids)
         links["children"][first] = [*links["children"][first], links["children"][first][0]]
@@ -490,3 +531,56 @@ def test_kept_links_or_tree_that_do_not_fit_are_not_used(tmp_path: Path, data_di
     session = _fresh(session)
     tree = explorer.explorer_tree(session, session.leaf_id)
     _assert_same_tree(tree, session)
+
+
+def test_the_kept_columns_make_the_forest_of_an_unusual_file(tmp_path: Path, data_dir: Path) -> None:
+    """A duplicate id (the later line wins, in the earlier one's place), a label set then cleared, a label
+    kept, an orphan below a missing parent, an id-less line: the snapshot's columns make the same forest as
+    the rows do, and the flattened tree kept is that forest's."""
+    from treeview import explorer
+
+    entries = [
+        _message("a0000001", None, "user", "first", 1),
+        _message("a0000002", "a0000001", "assistant", "answer", 2),
+        _message("a0000003", "a0000002", "user", "again", 3),
+        _message("a0000002", "a0000001", "assistant", "answer, replaced", 4),
+        {
+            "type": "label",
+            "id": "l0000001",
+            "parentId": "a0000003",
+            "timestamp": "2026-05-01T10:00:05.000Z",
+            "targetId": "a0000001",
+            "label": "start",
+        },
+        {
+            "type": "label",
+            "id": "l0000002",
+            "parentId": "l0000001",
+            "timestamp": "2026-05-01T10:00:06.000Z",
+            "targetId": "a0000002",
+            "label": "gone",
+        },
+        {
+            "type": "label",
+            "id": "l0000003",
+            "parentId": "l0000002",
+            "timestamp": "2026-05-01T10:00:07.000Z",
+            "targetId": "a0000002",
+        },
+        _message("o0000001", "missing1", "user", "orphan", 8),
+        {"type": "custom", "customType": "note", "data": {}, "timestamp": "2026-05-01T10:00:09.000Z"},
+        _message("a0000004", "l0000003", "assistant", "the end", 10),
+    ]
+    path = tmp_path / "odd.jsonl"
+    _write(path, entries)
+    session = sync_file(path).session
+    assert session is not None
+    (snapshot,) = (data_dir / "forests").glob("*.json")
+    assert orjson.loads(snapshot.read_bytes())["columns"] is not None
+    explorer.clear_caches()
+    session = _fresh(session)
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    _assert_same_tree(tree, session)
+    assert tree.forest.nodes["a0000001"].label == "start" and tree.forest.nodes["a0000002"].label is None
+    assert tree.forest.nodes["a0000002"].facts.text.endswith("answer, replaced")
+    assert "missing1" in tree.forest.dangling

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from django.conf import settings
@@ -521,6 +521,19 @@ class Forest:
                     # agent's map: its seq stays the place (siblings are ordered by it).
                     node.seq = previous.seq
                 nodes[entry_id] = node
+            self._finish(nodes, labels, times, stop, len(rows), links)
+
+    def _finish(
+        self,
+        nodes: dict[str, DbNode],
+        labels: dict[str, str],
+        times: dict[str, str],
+        stop: int,
+        row_count: int,
+        links: dict[str, Any] | None,
+    ) -> None:
+        """The forest of these nodes (unlinked, file order) and resolved labels: labels set, nodes linked."""
+        with gc_paused():
             for target, text in labels.items():
                 if (labeled := nodes.get(target)) is not None:
                     labeled.label = text
@@ -532,7 +545,7 @@ class Forest:
         self.labels = labels
         self.label_times = times
         self.next_seq = stop
-        self.row_count = len(rows)
+        self.row_count = row_count
         self.cycles = bool(cycle_ids)
         self.dangling = {
             parent
@@ -547,6 +560,101 @@ class Forest:
         self._case_texts = {}
         self._case_seq = 0
         self._kept_flat = None
+
+    def columns(self) -> dict[str, Any]:
+        """The forest's nodes (file order) and resolved labels as plain lists, for the snapshot: what
+        :meth:`_build_columns` makes the same forest from without a step per row of the table (ids made
+        unique, labels resolved, bookkeeping rows left out, row kinds and flags computed)."""
+        order = list(self.nodes.values())
+        messages: dict[tuple[Any, Any], int] = {}
+        codes = []
+        for node in order:
+            message = node.entry.get("message")
+            if message is None:
+                codes.append(-1)
+            else:
+                codes.append(messages.setdefault((message["role"], message["stopReason"]), len(messages)))
+        kinds: dict[Any, int] = {}
+        kind = [kinds.setdefault(node.entry["type"], len(kinds)) for node in order]
+        return {
+            "row_count": self.row_count,
+            "kinds": list(kinds),
+            "messages": [list(pair) for pair in messages],
+            "kind": kind,
+            "id": [node.entry["id"] for node in order],
+            "parent": [node.entry["parentId"] for node in order],
+            "timestamp": [node.entry["timestamp"] for node in order],
+            "message": codes,
+            "text": [node.facts.text for node in order],
+            "search": [node.facts.search_text for node in order],
+            "has_text": [node.facts.has_text for node in order],
+            "seq": [node.seq for node in order],
+            "flags": [node.flags for node in order],
+            "input": [node.input_tokens for node in order],
+            "output": [node.output_tokens for node in order],
+            "cost": [node.cost for node in order],
+            "labels": self.labels,
+            "label_times": self.label_times,
+        }
+
+    def _build_columns(self, columns: dict[str, Any], stop: int, links: dict[str, Any] | None) -> None:
+        """The forest :meth:`columns` kept (then linked as ``links`` says, else by ``build_forest``). Raises
+        ``KeyError``, ``TypeError``, ``ValueError`` or ``IndexError`` for columns of another shape."""
+        count = len(columns["id"])
+        for name in _NODE_COLUMNS:
+            if not isinstance(columns[name], list) or len(columns[name]) != count:
+                raise ValueError(f"the column {name} does not fit")
+        kinds = columns["kinds"]
+        if columns["kind"] and (min(columns["kind"]) < 0 or max(columns["kind"]) >= len(kinds)):
+            raise ValueError("an unknown kind")
+        # -1 (no message) is the last item: None.
+        messages: list[dict[str, Any] | None] = [
+            _message(role, reason) for role, reason in columns["messages"]
+        ]
+        messages.append(None)
+        codes = columns["message"]
+        if codes and (min(codes) < -1 or max(codes) >= len(messages) - 1):
+            raise ValueError("an unknown message kind")
+        labels, times = columns["labels"], columns["label_times"]
+        if not isinstance(labels, dict) or not isinstance(times, dict):
+            raise TypeError("labels")
+        with gc_paused():
+            entries = [
+                {"type": kinds[kind], "id": entry_id, "parentId": parent, "timestamp": timestamp}
+                if message is None
+                else {
+                    "type": kinds[kind],
+                    "id": entry_id,
+                    "parentId": parent,
+                    "timestamp": timestamp,
+                    "message": message,
+                }
+                for kind, entry_id, parent, timestamp, message in zip(
+                    columns["kind"],
+                    columns["id"],
+                    columns["parent"],
+                    columns["timestamp"],
+                    [messages[code] for code in codes],
+                    strict=True,
+                )
+            ]
+            facts = list(map(RowFacts, columns["text"], columns["search"], columns["has_text"]))
+            nodes = {
+                entry["id"]: DbNode(entry, fact, None, [], seq, flags, i, o, c)
+                for entry, fact, seq, flags, i, o, c in zip(
+                    entries,
+                    facts,
+                    columns["seq"],
+                    columns["flags"],
+                    columns["input"],
+                    columns["output"],
+                    columns["cost"],
+                    strict=True,
+                )
+            }
+            if len(nodes) != len(entries):
+                raise ValueError("an id twice")
+            self._finish(nodes, labels, times, stop, columns["row_count"], links)
 
     def links(self) -> dict[str, Any] | None:
         """The roots and children of this forest as places in ``nodes`` (plain lists, for the snapshot), so
@@ -629,15 +737,31 @@ class Forest:
             return False
         if data.get("key") != key:
             return False
-        stop, rows = data.get("next_seq"), data.get("rows")
-        if not isinstance(stop, int) or not isinstance(rows, list) or stop > session.next_seq:
+        stop, rows, columns = data.get("next_seq"), data.get("rows"), data.get("columns")
+        if not isinstance(columns, dict):
+            columns = None
+        if not isinstance(stop, int) or stop > session.next_seq:
             return False
-        if session.next_seq - stop > max(SNAPSHOT_MIN_ROWS // 4, len(rows) // 5):
+        if columns is not None:
+            count = columns.get("row_count")
+        else:
+            count = len(rows) if isinstance(rows, list) else None
+        if not isinstance(count, int):
+            return False
+        if session.next_seq - stop > max(SNAPSHOT_MIN_ROWS // 4, count // 5):
             return False  # reading the table (and saving a new snapshot) is about as fast
+        links = data.get("forest")
+        links = links if isinstance(links, dict) else None
+        if columns is not None:
+            try:
+                self._build_columns(columns, stop, links)
+            except (KeyError, TypeError, ValueError, IndexError):
+                logger.warning("the forest snapshot %s does not fit its session", key, exc_info=True)
+                return False
+        else:
+            self._build(cast(list[Sequence[Any]], rows), stop, links)
         with suppress(OSError):
             os.utime(_snapshot_path(key))  # the most recently opened first (prewarm_sessions, pruning)
-        links = data.get("forest")
-        self._build(rows, stop, links if isinstance(links, dict) else None)
         self.snapshot_key = key
         flat = data.get("flat")
         if isinstance(flat, dict):
@@ -813,7 +937,8 @@ class Forest:
 
 #: Sessions with at least this many rows keep a snapshot (smaller ones load from the table in a blink).
 SNAPSHOT_MIN_ROWS = 20_000
-#: 2: with the forest's links and its tree flattened for the session's leaf (1, rows only, is still read).
+#: 2: the rows, or (written by an import) the forest they make as columns, with the forest's links and its
+#: tree flattened for the session's leaf (1, rows only, is still read).
 SNAPSHOT_VERSION = 2
 #: Snapshot files kept (the most recently written); each is about 360 bytes a row.
 SNAPSHOTS_KEPT = 12
@@ -839,13 +964,16 @@ def _snapshot_path(key: str) -> Path:
 def _write_snapshot(
     key: str,
     stop: int,
-    rows: Sequence[Sequence[Any]],
+    rows: Sequence[Sequence[Any]] | None,
     links: dict[str, Any] | None = None,
     flat: dict[str, Any] | None = None,
+    columns: dict[str, Any] | None = None,
 ) -> None:
     """Write the snapshot (atomically: readers see the old file or the new one); a failure is only logged.
-    ``links``: the forest's roots and children (``Forest.links``), ``flat``: its tree flattened for the
-    session's leaf (``Forest.flat_columns``), both of these rows: a start then neither links nor flattens."""
+    The rows with ``seq < stop``, or instead the forest they make as ``columns`` (``Forest.columns``: read
+    without a step per row); ``links``: the forest's roots and children (``Forest.links``), ``flat``: its
+    tree flattened for the session's leaf (``Forest.flat_columns``): a start then neither links nor
+    flattens."""
     path = _snapshot_path(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -855,6 +983,7 @@ def _write_snapshot(
                 "key": key,
                 "next_seq": stop,
                 "rows": rows,
+                "columns": columns,
                 "forest": links,
                 "flat": flat,
             }
@@ -889,7 +1018,7 @@ def prepare_snapshot(session: AgentSession, *, rewritten: bool, added: int) -> b
         forest._build(rows, stop)
     links = forest.links()
     flat = forest.flat_columns(session.leaf_id)
-    _write_snapshot(_snapshot_key(session), stop, rows, links, flat)
+    _write_snapshot(_snapshot_key(session), stop, None, links, flat, forest.columns())
     return True
 
 
@@ -987,6 +1116,24 @@ def _read_fuzzy(key: str) -> dict[Any, tuple[str, str | None, str, int]]:
     ):
         return {}
     return dict(zip(ids, zip(texts, labels, normals, masks, strict=True), strict=True))
+
+
+#: The per-node columns of ``Forest.columns``.
+_NODE_COLUMNS = (
+    "kind",
+    "id",
+    "parent",
+    "timestamp",
+    "message",
+    "text",
+    "search",
+    "has_text",
+    "seq",
+    "flags",
+    "input",
+    "output",
+    "cost",
+)
 
 
 def _seq(node: DbNode) -> int:
