@@ -256,6 +256,9 @@ def test_warm_up_compiles_every_template_of_the_site(monkeypatch) -> None:
     site = Path(__file__).resolve().parent.parent / "templates"
     assert sorted(compiled) == sorted(str(p.relative_to(site)) for p in site.rglob("*.html"))
     assert "treeview/session_detail.html" in compiled
+    from django.urls import get_resolver
+
+    assert get_resolver()._populated  # the reverse tables the page's links use
 
 
 @pytest.mark.django_db(transaction=True)

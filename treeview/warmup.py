@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.template import TemplateDoesNotExist, TemplateSyntaxError
 from django.template.loader import get_template
-from django.urls import resolve
+from django.urls import resolve, reverse
 
 if TYPE_CHECKING:
     from treeview.explorer import ExplorerTree
@@ -64,6 +64,8 @@ def warm_up() -> None:
     from treeview.render.markdown import render_markdown
 
     resolve("/")
+    # The resolver's reverse tables (a page reverses dozens of addresses; the first reverse builds them).
+    reverse("treeview:session_detail", kwargs={"session_id": "warm"})
     lexer_for_filename("warm.py")
     # The lexers a conversation uses most (each one's module and regular expressions load on first use).
     for language in _COMMON_LANGUAGES:
