@@ -10,7 +10,10 @@ the indexed columns, never ``raw``) and then kept current by reading only the ro
 (:meth:`Forest.refresh`): a label, an entry Arbor appended, the lines a sync added. Anything else (a rewrite
 that deleted rows, an entry that would move existing nodes) makes it read everything again. A big session's
 rows are also kept on disk (a snapshot under ``ARBOR_DATA_DIR/cache/forests``), so that after a restart the
-server reads that file and only the rows added since, not the whole table.
+server reads that file and only the rows added since, not the whole table. The snapshot an import writes holds
+the forest itself rather than the rows (its nodes as columns, its links, and its tree flattened for the
+session's leaf): a start then makes the nodes with a few comprehensions and neither links, sorts nor flattens;
+the flattened tree is used only while the forest is exactly the snapshot's (no row added, the same leaf).
 """
 
 from __future__ import annotations
