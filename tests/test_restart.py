@@ -536,7 +536,13 @@ def test_kept_links_or_tree_that_do_not_fit_are_not_used(tmp_path: Path, data_di
     _assert_same_tree(tree, session)
 
 
-def test_the_kept_columns_make_the_forest_of_an_unusual_file(tmp_path: Path, data_dir: Path) -> None:
+def _no_table(*args: Any) -> Any:
+    raise AssertionError("the table was read: the snapshot's columns were not used")
+
+
+def test_the_kept_columns_make_the_forest_of_an_unusual_file(
+    tmp_path: Path, data_dir: Path, monkeypatch
+) -> None:
     """A duplicate id (the later line wins, in the earlier one's place), a label set then cleared, a label
     kept, an orphan below a missing parent, an id-less line: the snapshot's columns make the same forest as
     the rows do, and the flattened tree kept is that forest's."""
@@ -582,8 +588,43 @@ def test_the_kept_columns_make_the_forest_of_an_unusual_file(tmp_path: Path, dat
     assert orjson.loads(snapshot.read_bytes())["columns"] is not None
     explorer.clear_caches()
     session = _fresh(session)
+    real_rows = tree_index._rows
+    monkeypatch.setattr(tree_index, "_rows", _no_table)
     tree = explorer.explorer_tree(session, session.leaf_id)
+    monkeypatch.setattr(tree_index, "_rows", real_rows)
     _assert_same_tree(tree, session)
     assert tree.forest.nodes["a0000001"].label == "start" and tree.forest.nodes["a0000002"].label is None
     assert tree.forest.nodes["a0000002"].facts.text.endswith("answer, replaced")
     assert "missing1" in tree.forest.dangling
+
+
+def test_a_forest_with_a_parent_cycle_is_kept_as_columns_and_linked_on_start(
+    tmp_path: Path, data_dir: Path, monkeypatch
+) -> None:
+    """Entries whose parents form a cycle: no links and no flattened tree are kept (the start links the kept
+    nodes itself, breaking the cycle as the table's rows would) and the forest is the table's."""
+    from treeview import explorer
+
+    entries = [
+        _message("a0000001", None, "user", "first", 1),
+        _message("a0000002", "a0000001", "assistant", "answer", 2),
+        _message("c0000001", "c0000002", "user", "in a cycle", 3),
+        _message("c0000002", "c0000001", "assistant", "also in it", 4),
+    ]
+    path = tmp_path / "cycle.jsonl"
+    _write(path, entries)
+    session = sync_file(path).session
+    assert session is not None
+    (snapshot,) = (data_dir / "forests").glob("*.json")
+    kept = orjson.loads(snapshot.read_bytes())
+    assert kept["columns"] is not None and kept["forest"] is None and kept["flat"] is None
+    explorer.clear_caches()
+    session = _fresh(session)
+    real_rows = tree_index._rows
+    monkeypatch.setattr(tree_index, "_rows", _no_table)
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    monkeypatch.setattr(tree_index, "_rows", real_rows)
+    forest, flat = _from_the_table(session)
+    assert tree.forest.cycles and forest.cycles
+    _assert_same_forest(tree.forest, forest)
+    assert _flat_shape(tree.flat) == _flat_shape(flat)
