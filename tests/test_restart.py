@@ -628,3 +628,28 @@ def test_a_forest_with_a_parent_cycle_is_kept_as_columns_and_linked_on_start(
     assert tree.forest.cycles and forest.cycles
     _assert_same_forest(tree.forest, forest)
     assert _flat_shape(tree.flat) == _flat_shape(flat)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_first_page_the_prewarm_cannot_make_leaves_the_tree_and_the_search_preparation(
+    tmp_path: Path, data_dir: Path, monkeypatch
+) -> None:
+    from treeview import explorer
+
+    session = _branchy_session(tmp_path, entries=60)
+    explorer.clear_caches()
+    _restart()
+    session = AgentSession.objects.get(pk=session.pk)
+    searched: list[str] = []
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("a page that cannot be made")
+
+    monkeypatch.setattr(warmup, "prepare_first_page", broken)
+    monkeypatch.setattr(explorer, "prepare_search", lambda tree, agent, *, wait=False: searched.append(agent))
+    thread = warmup.prewarm_sessions(1, wait=30)
+    assert thread is not None
+    thread.join(30)
+    key = (explorer.session_key(session), session.next_seq, session.entry_count, session.leaf_id)
+    assert explorer._trees.get(key) is not None
+    assert searched == [session.rules.agent]

@@ -8,7 +8,7 @@ Called once per process from ``sessions_site/asgi.py`` (daphne imports it before
 filter's rows around the leaf, the branch on screen, the conversation's last page): a page of such a session
 that arrives meanwhile waits for that work (the session's lock) instead of doing it again. ``asgi.py`` waits
 for those pages (not for the search haystacks made after them) up to ``ARBOR_PREWARM_WAIT`` seconds before
-daphne listens: when it is cheap (a second or so for 100,000 entries) the first request finds them ready,
+daphne listens: when it is cheap (about half a second for 100,000 entries) the first request finds them ready,
 and a slow one (a huge session, a busy machine) no longer holds the start.
 """
 
@@ -102,7 +102,10 @@ def _prewarm(limit: int, pages_ready: threading.Event) -> None:
         for session in snapshot_sessions(limit):
             rules = session.rules  # the detected rules (stored on disk), as the page asks
             tree = explorer_tree(session, session.leaf_id)
-            prepare_first_page(session, tree, rules.agent)
+            try:
+                prepare_first_page(session, tree, rules.agent)
+            except Exception:  # the page makes it then; the tree is ready
+                logger.warning("could not prepare the first page of %s", session.session_id, exc_info=True)
             trees.append((tree, rules.agent))
         pages_ready.set()
         for tree, agent in trees:
