@@ -336,6 +336,13 @@ def test_the_prewarm_makes_the_first_page_and_the_start_waits_for_it(
         release.set()
         thread.join(30)
     assert searched == [session.rules.agent]
+    # The import's snapshot of rows was kept again as the forest and its tree, for the next start.
+    for other in threading.enumerate():
+        if other.name == "keep-snapshot":
+            other.join(30)
+    (snapshot,) = (data_dir / "forests").glob("*.json")
+    kept = orjson.loads(snapshot.read_bytes())
+    assert kept["columns"] is not None and kept["flat"]["leaf_id"] == session.leaf_id
 
 
 # -- the forest's links and its flattened tree, kept in the snapshot -----------------------------------------
@@ -405,15 +412,30 @@ def _assert_same_forest(kept, forest) -> None:
     assert kept.dangling == forest.dangling
 
 
+def _first_start(session: AgentSession, snapshot: Path) -> AgentSession:
+    """The first server start after the import: the forest made from the rows the import kept, then kept as
+    the forest itself and its tree (what the prewarm does once the first page is ready)."""
+    from treeview import explorer
+
+    assert orjson.loads(snapshot.read_bytes())["columns"] is None  # the import keeps rows
+    explorer.clear_caches()
+    session = _fresh(session)
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    assert explorer.keep_snapshot(session, tree)
+    assert not explorer.keep_snapshot(session, tree)  # once
+    return session
+
+
 def _branchy_session(tmp_path: Path, seed: int = 11, entries: int = 400) -> AgentSession:
     path = tmp_path / "gen.jsonl"
     write_session(path, entries, seed)
     session = sync_file(path).session
     assert session is not None
-    return session
+    (snapshot,) = (path.parent / "data" / "cache" / "forests").glob("*.json")
+    return _first_start(session, snapshot)
 
 
-def test_a_start_after_the_import_neither_links_nor_flattens(
+def test_a_start_after_the_first_one_neither_links_nor_flattens(
     tmp_path: Path, data_dir: Path, monkeypatch
 ) -> None:
     from treeview import explorer
@@ -421,6 +443,7 @@ def test_a_start_after_the_import_neither_links_nor_flattens(
     session = _branchy_session(tmp_path)
     (snapshot,) = (data_dir / "forests").glob("*.json")
     kept = orjson.loads(snapshot.read_bytes())
+    assert kept["rows"] is None and kept["columns"]["row_count"] == session.entry_count
     assert kept["version"] == 2 and kept["forest"] is not None and kept["flat"]["leaf_id"] == session.leaf_id
     assert len(kept["flat"]["gutters"]) > 3  # a branchy tree: its guides are kept too
     explorer.clear_caches()
@@ -585,6 +608,7 @@ def test_the_kept_columns_make_the_forest_of_an_unusual_file(
     session = sync_file(path).session
     assert session is not None
     (snapshot,) = (data_dir / "forests").glob("*.json")
+    session = _first_start(session, snapshot)
     assert orjson.loads(snapshot.read_bytes())["columns"] is not None
     explorer.clear_caches()
     session = _fresh(session)
@@ -616,6 +640,7 @@ def test_a_forest_with_a_parent_cycle_is_kept_as_columns_and_linked_on_start(
     session = sync_file(path).session
     assert session is not None
     (snapshot,) = (data_dir / "forests").glob("*.json")
+    session = _first_start(session, snapshot)
     kept = orjson.loads(snapshot.read_bytes())
     assert kept["columns"] is not None and kept["forest"] is None and kept["flat"] is None
     explorer.clear_caches()

@@ -473,6 +473,23 @@ def explorer_tree(session: AgentSession, leaf_id: str | None) -> ExplorerTree:
         return tree
 
 
+def keep_snapshot(session: AgentSession, tree: ExplorerTree) -> bool:
+    """Write the session's snapshot as its forest and this tree (``Forest.snapshot_parts``) when the one on
+    disk holds only rows (as an import or a table read leaves it), so that the next server start reads them
+    instead of making them again: taken under the session's lock while the tree is of the forest as it is,
+    written after. Returns whether it wrote. Called by the prewarm thread, not by a request."""
+    forest = tree.forest
+    if forest is None or forest.snapshot_key is None or forest.snapshot_full:
+        return False
+    with _session_lock(session.pk):
+        if tree.generation != forest.generation or tree.seq != forest.next_seq:
+            return False  # the forest changed since the tree was made
+        simple = tree.simple and tree.leaf_index is not None
+        parts = forest.snapshot_parts(tree.flat if simple else None, tree.leaf_index if simple else None)
+    forest.save_snapshot_parts(parts)
+    return True
+
+
 #: Trees with at least this many nodes have their first search prepared in a thread when their page opens.
 PREPARE_MIN_NODES = 20_000
 #: Seconds that thread waits first, so that the page's own requests go before it.
@@ -517,6 +534,12 @@ def _pauser(forest: Forest) -> Callable[[], None]:
             time.sleep(0.01)
 
     return pause
+
+
+def pause_for_requests(forest: Forest) -> None:
+    """Wait while this process answers requests (``PREPARE_YIELD_MAX`` seconds at most): for work ahead of
+    time, such as keeping a snapshot."""
+    _pauser(forest)()
 
 
 def _prepare_later(tree: ExplorerTree, forest: Forest, agent: Agent) -> None:

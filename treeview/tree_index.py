@@ -10,10 +10,11 @@ the indexed columns, never ``raw``) and then kept current by reading only the ro
 (:meth:`Forest.refresh`): a label, an entry Arbor appended, the lines a sync added. Anything else (a rewrite
 that deleted rows, an entry that would move existing nodes) makes it read everything again. A big session's
 rows are also kept on disk (a snapshot under ``ARBOR_DATA_DIR/cache/forests``), so that after a restart the
-server reads that file and only the rows added since, not the whole table. The snapshot an import writes holds
-the forest itself rather than the rows (its nodes as columns, its links, and its tree flattened for the
-session's leaf): a start then makes the nodes with a few comprehensions and neither links, sorts nor flattens;
-the flattened tree is used only while the forest is exactly the snapshot's (no row added, the same leaf).
+server reads that file and only the rows added since, not the whole table. The import writes the rows; the
+first server process that has the forest in memory (``warmup``'s prewarm) writes the forest itself instead
+(its nodes as columns, its links, and its tree flattened for the session's leaf): later starts make the
+nodes with a few comprehensions and neither link, sort nor flatten; the flattened tree is used only while the
+forest is exactly the snapshot's (no row added, the same leaf).
 """
 
 from __future__ import annotations
@@ -471,6 +472,8 @@ class Forest:
         # The flattened tree the snapshot kept (its leaf's, as of its rows), until the first tree is made
         # (take_flat): with the generation it was read with, as plain lists.
         self._kept_flat: tuple[int, dict[str, Any]] | None = None
+        # The snapshot on disk holds the forest itself (columns), not only rows: nothing to keep again.
+        self.snapshot_full = False
         self._fuzzy_restored = False
         self.fuzzy_chars = 0  # the characters of the normalized haystacks in fuzzy_texts (fuzzy_bytes)
         # Held while oh-my-pi's haystacks are made (tree_filter._omp_texts), and while the texts a rule set
@@ -499,6 +502,7 @@ class Forest:
             self._build(rows, stop)
         if len(rows) >= SNAPSHOT_MIN_ROWS:
             self.snapshot_key = _snapshot_key(session)
+            self.snapshot_full = False
             _save_snapshot(self.snapshot_key, stop, rows)
 
     def _build(self, rows: Sequence[Sequence[Any]], stop: int, links: dict[str, Any] | None = None) -> None:
@@ -686,19 +690,28 @@ class Forest:
         path.reverse()
         return path
 
-    def flat_columns(self, leaf_id: str | None) -> dict[str, Any] | None:
-        """The tree flattened for ``leaf_id`` as plain lists (``selector_tree.flat_to_columns``) with its
-        leaf's place, for the snapshot; ``None`` when there is a cycle or no such leaf."""
-        path = self.leaf_path(leaf_id)
-        if path is None:
-            return None
-        place = {id(node): i for i, node in enumerate(self.nodes.values())}
-        with gc_paused():
-            flat = flatten_tree(self.roots, leaf_id, path)
-        columns = flat_to_columns(flat, place)
-        if columns is not None:
-            columns["leaf_index"] = len(path) - 1
-        return columns
+    def snapshot_parts(self, flat: FlatTree | None, leaf_index: int | None) -> dict[str, Any]:
+        """What a snapshot keeps besides rows, for this forest as it is: its nodes as columns (``columns``),
+        its links (``links``) and ``flat``, its tree flattened for a leaf at ``leaf_index`` (made from this
+        forest in this state; ``None``: not kept). The caller holds the session's lock (nothing changes the
+        forest meanwhile); writing is :meth:`save_snapshot_parts`, without it."""
+        kept: dict[str, Any] | None = None
+        if flat is not None and leaf_index is not None and not self.cycles:
+            place = {id(node): i for i, node in enumerate(self.nodes.values())}
+            kept = flat_to_columns(flat, place)
+            if kept is not None:
+                kept["leaf_index"] = leaf_index
+        return {"next_seq": self.next_seq, "columns": self.columns(), "links": self.links(), "flat": kept}
+
+    def save_snapshot_parts(self, parts: dict[str, Any]) -> None:
+        """Write the snapshot :meth:`snapshot_parts` made (here, in the caller's thread): the next server
+        start then neither reads rows one by one, links nor (for that leaf) flattens."""
+        if self.snapshot_key is None:
+            return
+        _write_snapshot(
+            self.snapshot_key, parts["next_seq"], None, parts["links"], parts["flat"], parts["columns"]
+        )
+        self.snapshot_full = True
 
     def take_flat(self, leaf_id: str | None) -> tuple[FlatTree, int] | None:
         """The flattened tree the snapshot kept, with its leaf's place, when it is the one for ``leaf_id`` of
@@ -769,6 +782,7 @@ class Forest:
         flat = data.get("flat")
         if isinstance(flat, dict):
             self._kept_flat = (self.generation, {**flat, "next_seq": stop})
+        self.snapshot_full = columns is not None
         # Only the rows added since are read; a deletion since (a rewritten file) reads everything.
         self.refresh(session)
         return True
@@ -940,8 +954,8 @@ class Forest:
 
 #: Sessions with at least this many rows keep a snapshot (smaller ones load from the table in a blink).
 SNAPSHOT_MIN_ROWS = 20_000
-#: 2: the rows, or (written by an import) the forest they make as columns, with the forest's links and its
-#: tree flattened for the session's leaf (1, rows only, is still read).
+#: 2: the rows, or (kept by a server process that has the forest: Forest.snapshot_parts) the forest they make
+#: as columns, with its links and its tree flattened for the session's leaf (1, rows only, is still read).
 SNAPSHOT_VERSION = 2
 #: Snapshot files kept (the most recently written); each is about 360 bytes a row.
 SNAPSHOTS_KEPT = 12
@@ -975,7 +989,7 @@ def _write_snapshot(
     """Write the snapshot (atomically: readers see the old file or the new one); a failure is only logged.
     The rows with ``seq < stop``, or instead the forest they make as ``columns`` (``Forest.columns``: read
     without a step per row); ``links``: the forest's roots and children (``Forest.links``), ``flat``: its
-    tree flattened for the session's leaf (``Forest.flat_columns``): a start then neither links nor
+    tree flattened for the session's leaf (``Forest.snapshot_parts``): a start then neither links nor
     flattens."""
     path = _snapshot_path(key)
     try:
@@ -1016,12 +1030,8 @@ def prepare_snapshot(session: AgentSession, *, rewritten: bool, added: int) -> b
     stop = session.next_seq
     with gc_paused():
         rows = list(_rows(session.pk, 0, stop))
-        # The forest and its tree for the session's leaf, made here once so that a server start reads them.
-        forest = Forest(session.pk)
-        forest._build(rows, stop)
-    links = forest.links()
-    flat = forest.flat_columns(session.leaf_id)
-    _write_snapshot(_snapshot_key(session), stop, None, links, flat, forest.columns())
+    # The rows only: the first server process that opens it keeps the forest itself (Forest.snapshot_parts).
+    _write_snapshot(_snapshot_key(session), stop, rows)
     return True
 
 

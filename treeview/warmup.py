@@ -9,7 +9,9 @@ filter's rows around the leaf, the branch on screen, the conversation's last pag
 that arrives meanwhile waits for that work (the session's lock) instead of doing it again. ``asgi.py`` waits
 for those pages (not for the search haystacks made after them) up to ``ARBOR_PREWARM_WAIT`` seconds before
 daphne listens: when it is cheap (about half a second for 100,000 entries) the first request finds them ready,
-and a slow one (a huge session, a busy machine) no longer holds the start.
+and a slow one (a huge session, a busy machine) no longer holds the start. Once the pages are ready, a
+snapshot that holds only rows (as the import writes it) is written again as the forest and its tree
+(``explorer.keep_snapshot``), so that the next start neither builds nodes row by row nor links nor flattens.
 """
 
 from __future__ import annotations
@@ -91,6 +93,18 @@ def prepare_first_page(session: AgentSession, tree: ExplorerTree, agent: Agent) 
     conversation.conversation_page(session, tree, selected, None)
 
 
+def _keep_snapshots(trees: list[tuple[AgentSession, ExplorerTree]]) -> None:
+    from treeview import explorer
+
+    for session, tree in trees:
+        try:
+            if tree.forest is not None and not tree.forest.snapshot_full:
+                explorer.pause_for_requests(tree.forest)  # work ahead of time: requests go first
+                explorer.keep_snapshot(session, tree)
+        except Exception:  # only the next start's head start is lost
+            logger.warning("could not keep the snapshot of %s", session.session_id, exc_info=True)
+
+
 def _prewarm(limit: int, pages_ready: threading.Event) -> None:
     from django.db import close_old_connections, connections
 
@@ -106,10 +120,16 @@ def _prewarm(limit: int, pages_ready: threading.Event) -> None:
                 prepare_first_page(session, tree, rules.agent)
             except Exception:  # the page makes it then; the tree is ready
                 logger.warning("could not prepare the first page of %s", session.session_id, exc_info=True)
-            trees.append((tree, rules.agent))
+            trees.append((session, tree, rules.agent))
         pages_ready.set()
-        for tree, agent in trees:
-            # What the first search reads (oh-my-pi's normalized haystacks), once every page is ready.
+        # A snapshot of rows only (after an import) kept as the forest and this tree, for the next start: in
+        # a thread that is no daemon, so that a server stopped right away still finishes writing it.
+        keeper = threading.Thread(
+            target=_keep_snapshots, args=([(s, t) for s, t, _ in trees],), name="keep-snapshot"
+        )
+        keeper.start()
+        for _, tree, agent in trees:
+            # What the first search reads (oh-my-pi's normalized haystacks).
             prepare_search(tree, agent, wait=True)
     except Exception:  # only a head start is lost
         logger.warning("could not prewarm the session caches", exc_info=True)
