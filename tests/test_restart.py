@@ -310,6 +310,14 @@ def test_the_prewarm_makes_the_first_page_and_the_start_waits_for_it(
             release.wait(30)
 
     monkeypatch.setattr(explorer, "prepare_search", slow_search)
+    keepers: list[bool] = []
+    real_keep = warmup._keep_snapshots
+
+    def keeping(trees):  # in a thread that is no daemon: a server stopped right away still writes it
+        keepers.append(threading.current_thread().daemon)
+        real_keep(trees)
+
+    monkeypatch.setattr(warmup, "_keep_snapshots", keeping)
     thread = warmup.prewarm_sessions(1, wait=30)
     try:
         assert thread is not None and thread.is_alive()  # still preparing the search: not waited for
@@ -340,6 +348,7 @@ def test_the_prewarm_makes_the_first_page_and_the_start_waits_for_it(
     for other in threading.enumerate():
         if other.name == "keep-snapshot":
             other.join(30)
+    assert keepers == [False]
     (snapshot,) = (data_dir / "forests").glob("*.json")
     kept = orjson.loads(snapshot.read_bytes())
     assert kept["columns"] is not None and kept["flat"]["leaf_id"] == session.leaf_id

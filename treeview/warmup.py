@@ -125,7 +125,10 @@ def _prewarm(limit: int, pages_ready: threading.Event) -> None:
         # A snapshot of rows only (after an import) kept as the forest and this tree, for the next start: in
         # a thread that is no daemon, so that a server stopped right away still finishes writing it.
         keeper = threading.Thread(
-            target=_keep_snapshots, args=([(s, t) for s, t, _ in trees],), name="keep-snapshot"
+            target=_keep_snapshots,
+            args=([(s, t) for s, t, _ in trees],),
+            name="keep-snapshot",
+            daemon=False,  # not inherited from this daemon thread
         )
         keeper.start()
         for _, tree, agent in trees:
