@@ -93,9 +93,16 @@ def prepare_first_page(session: AgentSession, tree: ExplorerTree, agent: Agent) 
     conversation.conversation_page(session, tree, selected, None)
 
 
+#: Seconds the thread that keeps the snapshot waits first: the first requests (a person who came as the server
+#: started listening) go before it.
+KEEP_DELAY = 1.0
+
+
 def _keep_snapshots(trees: list[tuple[AgentSession, ExplorerTree]]) -> None:
     from treeview import explorer
 
+    if any(tree.forest is not None and not tree.forest.snapshot_full for _, tree in trees):
+        time.sleep(KEEP_DELAY)
     for session, tree in trees:
         try:
             if tree.forest is not None and not tree.forest.snapshot_full:
