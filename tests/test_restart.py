@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,17 @@ HEADER = {"type": "session", "version": 3, "id": "0196b4f0-6c2e-7a31-9f0e-3c5d2a
 
 
 @pytest.fixture
-def data_dir(settings, tmp_path: Path, monkeypatch) -> Path:
-    """Snapshots and stored rules for every session, into a directory of this test."""
+def data_dir(settings, tmp_path: Path, monkeypatch) -> Iterator[Path]:
+    """Snapshots and stored rules for every session, into a directory of this test (the prewarm's threads
+    that write there are waited for at its end)."""
     settings.ARBOR_DATA_DIR = tmp_path / "data"
     monkeypatch.setattr(tree_index, "SNAPSHOT_MIN_ROWS", 1)
     monkeypatch.setattr(rules_cache, "MIN_ROWS", 1)
-    return tmp_path / "data" / "cache"
+    monkeypatch.setattr(warmup, "KEEP_DELAY", 0.0)
+    yield tmp_path / "data" / "cache"
+    for thread in threading.enumerate():
+        if thread.name in ("keep-snapshot", "prewarm-sessions", "forest-snapshot"):
+            thread.join(30)
 
 
 def _restart() -> None:
