@@ -171,15 +171,23 @@ def ensure_appended(entries: int, seed: int) -> tuple[Path, bool]:
 
 
 @contextmanager
-def fresh_database(backend: str) -> Iterator[dict[str, str]]:
-    """Environment for a child: a new, migrated, empty database (and a scratch ARBOR_DATA_DIR)."""
-    with tempfile.TemporaryDirectory(prefix="arbor-bench-") as data_dir:
+def fresh_database(
+    backend: str, *, data_root: Path | None = None, pg_name: str | None = None
+) -> Iterator[dict[str, str]]:
+    """Environment for a child: a new, migrated, empty database (and a scratch ARBOR_DATA_DIR, made under
+    ``data_root`` if given). ``pg_name``: the PostgreSQL database's name (made again if it exists; default:
+    a new unique name); it is dropped at the end either way."""
+    if data_root is not None:
+        data_root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="arbor-bench-", dir=data_root) as data_dir:
         env = {**os.environ, "ARBOR_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "sessions_site.settings"}
         env.pop("DATABASE_URL", None)
         env.pop("ARBOR_DB", None)
         name = ""
         if backend == "postgres":
-            name = f"arbor_bench_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+            name = pg_name or f"arbor_bench_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+            if pg_name:
+                _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             _pg_admin(f'CREATE DATABASE "{name}"')
             env["DATABASE_URL"] = f"{PG_SERVER}/{name}"
         try:

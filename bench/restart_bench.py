@@ -5,13 +5,19 @@ after each restart of the server (issue 12: targets < 1.5 s and < 1 s).
     .venv/bin/python bench/restart_bench.py --backends sqlite postgres --repeat 3
     .venv/bin/python bench/restart_bench.py --prewarm 0              # without the start-up prewarm
     .venv/bin/python bench/restart_bench.py --delay 2                # the person comes 2 s after the start
+    .venv/bin/python bench/restart_bench.py --port 8102 --data-dir /tmp/x --pg-database test_x
 
 For each database: a fresh database and ``ARBOR_DATA_DIR`` (as ``bench/import_bench.py`` makes them), the
 session imported with ``manage.py import_sessions`` (timed), then daphne started and, as soon as it accepts a
 connection (a bare TCP connect: no HTTP request comes before the page), the session page asked for
 (``/s/<id>/``, timed from sending the request to the last byte: the server's time as ``curl`` sees it),
-then once more (warm). "after import" is the first start after the import; "after restart" each start after
-that. ``--prewarm N`` sets ``ARBOR_PREWARM_SESSIONS`` for daphne (default: the settings' default).
+then once more (warm). ``start``: from starting daphne until it accepts a connection (the prewarm's first
+pages are waited for there, up to ``ARBOR_PREWARM_WAIT``); ``start_to_page``: ``start`` plus the first page,
+the restart as a person waiting for the page meets it. "after import" is the first start after the import;
+"after restart" each start after that. ``--prewarm N`` sets ``ARBOR_PREWARM_SESSIONS`` for daphne,
+``--prewarm-wait S`` ``ARBOR_PREWARM_WAIT`` (default: the settings' defaults). On a shared machine:
+``--port``, ``--data-dir`` (the scratch data directories go there) and ``--pg-database`` (the name of the
+PostgreSQL database made, and dropped at the end).
 ``--browser``: the first request is Chromium's instead (Playwright, ``/usr/bin/chromium``, 1440x900): its
 navigation timing (``server``: request start to response start; ``response``: to the last byte; ``dcl``:
 DOMContentLoaded; ``load``: the load event; all from the navigation's start) besides the time seen here.
@@ -90,11 +96,11 @@ def _browse(browser: Any, url: str) -> dict[str, Any]:
 
 
 def first_page(
-    env: dict[str, str], session_id: str, log: Path, delay: float, browser: Any = None
+    env: dict[str, str], session_id: str, log: Path, delay: float, browser: Any = None, port: int = 0
 ) -> dict[str, Any]:
-    """Start daphne, ask for the session page as its first request (``browser``: Chromium's), then again
-    (warm, without the browser); stop daphne."""
-    port = free_port()
+    """Start daphne (on ``port``, default: a free one), ask for the session page as its first request
+    (``browser``: Chromium's), then again (warm, without the browser); stop daphne."""
+    port = port or free_port()
     with log.open("ab") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), ASGI_APP],
@@ -124,7 +130,13 @@ def first_page(
                 process.wait()
     if status != 200:
         raise RuntimeError(f"the session page answered {status}")
-    result = {"start": round(start, 3), "first": round(first, 3), "warm": round(warm, 3), "bytes": size}
+    result = {
+        "start": round(start, 3),
+        "first": round(first, 3),
+        "start_to_page": round(start + first, 3),
+        "warm": round(warm, 3),
+        "bytes": size,
+    }
     if chromium is not None:
         result["chromium"] = chromium
     return result
@@ -133,10 +145,13 @@ def first_page(
 def run_backend(
     backend: str, path: Path, args: argparse.Namespace, work: Path, browser: Any = None
 ) -> dict[str, Any]:
-    with fresh_database(backend) as env:
+    data_root = Path(args.data_dir) if args.data_dir else None
+    with fresh_database(backend, data_root=data_root, pg_name=args.pg_database) as env:
         env = {**env, "ARBOR_WRITE_BACK": "0", "ARBOR_SESSION_DIRS": str(work / "none")}
         if args.prewarm is not None:
             env["ARBOR_PREWARM_SESSIONS"] = str(args.prewarm)
+        if args.prewarm_wait is not None:
+            env["ARBOR_PREWARM_WAIT"] = str(args.prewarm_wait)
         started = time.perf_counter()
         subprocess.run(
             [sys.executable, "manage.py", "import_sessions", "-q", str(path)], cwd=ROOT, env=env, check=True
@@ -144,13 +159,16 @@ def run_backend(
         imported = time.perf_counter() - started
         session_id = _session_id(path)
         log = work / f"daphne-{backend}.log"
-        after_import = first_page(env, session_id, log, args.delay, browser)
-        restarts = [first_page(env, session_id, log, args.delay, browser) for _ in range(args.repeat)]
+        after_import = first_page(env, session_id, log, args.delay, browser, args.port)
+        restarts = [
+            first_page(env, session_id, log, args.delay, browser, args.port) for _ in range(args.repeat)
+        ]
     return {
         "import_s": round(imported, 2),
         "after_import": after_import,
         "after_restart": restarts,
         "after_restart_median": round(statistics.median(r["first"] for r in restarts), 3),
+        "start_to_page_median": round(statistics.median(r["start_to_page"] for r in restarts), 3),
         "warm_median": round(statistics.median(r["warm"] for r in restarts), 3),
     }
 
@@ -164,11 +182,19 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+", default=["sqlite"], choices=["sqlite", "postgres"])
     parser.add_argument("--repeat", type=int, default=5, help="restarts timed after the first start")
     parser.add_argument("--prewarm", type=int, default=None, help="ARBOR_PREWARM_SESSIONS for daphne")
+    parser.add_argument("--prewarm-wait", type=float, default=None, help="ARBOR_PREWARM_WAIT for daphne")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds between the start and the request")
     parser.add_argument("--browser", action="store_true", help="the first request made by Chromium")
+    parser.add_argument("--port", type=int, default=0, help="daphne's port (default: a free one)")
+    parser.add_argument(
+        "--data-dir", default="", help="where the scratch ARBOR_DATA_DIR goes (default: TMPDIR)"
+    )
+    parser.add_argument(
+        "--pg-database", default=None, help="PostgreSQL database name (made again; default: a unique one)"
+    )
     args = parser.parse_args()
     path, _ = ensure_session(args.entries, args.seed)
-    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"arbor-restart-bench-{os.getpid()}"
+    work = Path(args.data_dir or os.environ.get("TMPDIR", "/tmp")) / f"arbor-restart-bench-{os.getpid()}"
     (work / "none").mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"session": path.name, "load_before": os.getloadavg()[0]}
     if args.browser:

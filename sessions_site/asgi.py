@@ -24,8 +24,9 @@ limit_arenas(settings.ARBOR_MALLOC_ARENAS)
 # Load what the first request would otherwise load: the URLconf with every view, Pygments' lexer table, the
 # templates compiled, the Markdown renderer (treeview/warmup.py).
 warm_up()
-# The most recently opened big sessions read into the explorer's caches, in a thread (ARBOR_PREWARM_SESSIONS).
-prewarm_sessions()
+# The most recently opened big sessions read into the explorer's caches, in a thread (ARBOR_PREWARM_SESSIONS);
+# daphne listens once their first pages are ready, or after ARBOR_PREWARM_WAIT seconds at most.
+prewarm_sessions(wait=settings.ARBOR_PREWARM_WAIT)
 
 # Django's static handler only while DEBUG is on; the production profile has WhiteNoise (settings.py).
 serve_static = settings.ARBOR_SERVE_STATIC and settings.DEBUG

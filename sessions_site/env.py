@@ -7,6 +7,7 @@ unset, so `VAR=` in a compose file means "use the default".
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -53,6 +54,24 @@ def get_int(
         number = int(value, 10)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from None
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={value!r} must be at least {minimum}")
+    return number
+
+
+def get_float(
+    name: str, default: float, *, minimum: float | None = None, environ: Mapping[str, str] | None = None
+) -> float:
+    """Parse a decimal number (finite), optionally bounded below."""
+    value = _raw(name, environ)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a finite number")
     if minimum is not None and number < minimum:
         raise ImproperlyConfigured(f"{name}={value!r} must be at least {minimum}")
     return number

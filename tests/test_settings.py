@@ -235,6 +235,13 @@ def test_env_readers_take_an_explicit_mapping():
     assert env.get_list("L", ["x"], environ={}) == ["x"]
     with pytest.raises(ImproperlyConfigured, match="at least 1"):
         env.get_int("N", 3, minimum=1, environ={"N": "0"})
+    assert env.get_float("F", 3.0, environ={}) == 3.0
+    assert env.get_float("F", 3.0, environ={"F": " 0.5 "}) == 0.5
+    with pytest.raises(ImproperlyConfigured, match="at least 0"):
+        env.get_float("F", 3.0, minimum=0.0, environ={"F": "-1"})
+    for bad in ("soon", "nan", "inf"):
+        with pytest.raises(ImproperlyConfigured, match="F="):
+            env.get_float("F", 3.0, environ={"F": bad})
 
 
 @pytest.mark.django_db

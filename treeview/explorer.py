@@ -466,9 +466,28 @@ def explorer_tree(session: AgentSession, leaf_id: str | None) -> ExplorerTree:
         else:
             forest.refresh(session)
         _forests.put(identity, forest)  # weighed again: it may have grown
-        tree = _extended_tree(forest, leaf_id) or _flattened_tree(forest, leaf_id)
+        tree = (
+            _extended_tree(forest, leaf_id) or _kept_tree(forest, leaf_id) or _flattened_tree(forest, leaf_id)
+        )
         _trees.put(key, tree)
         return tree
+
+
+def keep_snapshot(session: AgentSession, tree: ExplorerTree) -> bool:
+    """Write the session's snapshot as its forest and this tree (``Forest.snapshot_parts``) when the one on
+    disk holds only rows (as an import or a table read leaves it), so that the next server start reads them
+    instead of making them again: taken under the session's lock while the tree is of the forest as it is,
+    written after. Returns whether it wrote. Called by the prewarm thread, not by a request."""
+    forest = tree.forest
+    if forest is None or forest.snapshot_key is None or forest.snapshot_full:
+        return False
+    with _session_lock(session.pk):
+        if tree.generation != forest.generation or tree.seq != forest.next_seq:
+            return False  # the forest changed since the tree was made
+        simple = tree.simple and tree.leaf_index is not None
+        parts = forest.snapshot_parts(tree.flat if simple else None, tree.leaf_index if simple else None)
+    forest.save_snapshot_parts(parts)
+    return True
 
 
 #: Trees with at least this many nodes have their first search prepared in a thread when their page opens.
@@ -517,6 +536,12 @@ def _pauser(forest: Forest) -> Callable[[], None]:
     return pause
 
 
+def pause_for_requests(forest: Forest) -> None:
+    """Wait while this process answers requests (``PREPARE_YIELD_MAX`` seconds at most): for work ahead of
+    time, such as keeping a snapshot."""
+    _pauser(forest)()
+
+
 def _prepare_later(tree: ExplorerTree, forest: Forest, agent: Agent) -> None:
     from django.db import connections
 
@@ -529,21 +554,28 @@ def _prepare_later(tree: ExplorerTree, forest: Forest, agent: Agent) -> None:
         connections.close_all()  # this thread's
 
 
+def _kept_tree(forest: Forest, leaf_id: str | None) -> ExplorerTree | None:
+    """The tree the forest's snapshot kept flattened for ``leaf_id``, when it fits the forest as it is now
+    (``Forest.take_flat``): a start after an import does not flatten again."""
+    kept = forest.take_flat(leaf_id)
+    if kept is None:
+        return None
+    flat, leaf_index = kept
+    return ExplorerTree(
+        flat,
+        forest=forest,
+        seq=forest.next_seq,
+        generation=forest.generation,
+        simple=not forest.cycles,
+        leaf_index=leaf_index,
+    )
+
+
 def _flattened_tree(forest: Forest, leaf_id: str | None) -> ExplorerTree:
-    leaf_index = None
-    path: list[DbNode] | None = None
-    nodes = forest.nodes
-    if not forest.cycles and leaf_id is not None and leaf_id in nodes:
-        # The leaf's path from the parent links (no cycle: every parent that exists is the forest parent),
-        # which spares flatten_tree a walk over the whole forest to find it.
-        node = nodes[leaf_id]
-        path = [node]
-        while (parent := nodes.get(node.entry["parentId"])) is not None and parent is not node:
-            path.append(parent)
-            node = parent
-        path.reverse()
-        # The leaf's branch comes first at every level: its path is the first nodes, the leaf last of them.
-        leaf_index = len(path) - 1
+    # The leaf's path from the parent links: spares flatten_tree a walk over the whole forest to find it.
+    path = forest.leaf_path(leaf_id)
+    # The leaf's branch comes first at every level: its path is the first nodes, the leaf last of them.
+    leaf_index = None if path is None else len(path) - 1
     with gc_paused():
         flat = flatten_tree(forest.roots, leaf_id, path)
     return ExplorerTree(

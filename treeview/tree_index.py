@@ -10,7 +10,11 @@ the indexed columns, never ``raw``) and then kept current by reading only the ro
 (:meth:`Forest.refresh`): a label, an entry Arbor appended, the lines a sync added. Anything else (a rewrite
 that deleted rows, an entry that would move existing nodes) makes it read everything again. A big session's
 rows are also kept on disk (a snapshot under ``ARBOR_DATA_DIR/cache/forests``), so that after a restart the
-server reads that file and only the rows added since, not the whole table.
+server reads that file and only the rows added since, not the whole table. The import writes the rows; the
+first server process that has the forest in memory (``warmup``'s prewarm) writes the forest itself instead
+(its nodes as columns, its links, and its tree flattened for the session's leaf): later starts make the
+nodes with a few comprehensions and neither link, sort nor flatten; the flattened tree is used only while the
+forest is exactly the snapshot's (no row added, the same leaf).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from django.conf import settings
@@ -39,7 +43,7 @@ from treeview.session.selector import _HIDDEN_TYPES as HIDDEN_TYPES
 from treeview.session.selector import FilterMode, FlatTree, Row, RowFacts, flatten_tree, visible_rows
 from treeview.session.selector_text import searchable_text
 from treeview.session.selector_text_latest import omp_display_text, pi_display_text
-from treeview.session.selector_tree import register_tool_calls
+from treeview.session.selector_tree import flat_from_columns, flat_to_columns, register_tool_calls
 from treeview.session.tree import build_forest, sort_children
 
 __all__ = [
@@ -465,6 +469,11 @@ class Forest:
         # A big session's snapshot key (its fuzzy_texts are kept on disk too, see save_fuzzy), and whether
         # that file was read already.
         self.snapshot_key: str | None = None
+        # The flattened tree the snapshot kept (its leaf's, as of its rows), until the first tree is made
+        # (take_flat): with the generation it was read with, as plain lists.
+        self._kept_flat: tuple[int, dict[str, Any]] | None = None
+        # The snapshot on disk holds the forest itself (columns), not only rows: nothing to keep again.
+        self.snapshot_full = False
         self._fuzzy_restored = False
         self.fuzzy_chars = 0  # the characters of the normalized haystacks in fuzzy_texts (fuzzy_bytes)
         # Held while oh-my-pi's haystacks are made (tree_filter._omp_texts), and while the texts a rule set
@@ -493,10 +502,13 @@ class Forest:
             self._build(rows, stop)
         if len(rows) >= SNAPSHOT_MIN_ROWS:
             self.snapshot_key = _snapshot_key(session)
+            self.snapshot_full = False
             _save_snapshot(self.snapshot_key, stop, rows)
 
-    def _build(self, rows: Sequence[Sequence[Any]], stop: int) -> None:
-        """Make the forest of these rows (``_COLUMNS``, seq order), every row with ``seq < stop``."""
+    def _build(self, rows: Sequence[Sequence[Any]], stop: int, links: dict[str, Any] | None = None) -> None:
+        """Make the forest of these rows (``_COLUMNS``, seq order), every row with ``seq < stop``; ``links``:
+        the roots and children :meth:`links` gave for the forest of these rows (no sorting, no cycle check),
+        not used unless they fit the nodes."""
         nodes: dict[str, DbNode] = {}
         labels: dict[str, str] = {}
         times: dict[str, str] = {}
@@ -516,17 +528,31 @@ class Forest:
                     # agent's map: its seq stays the place (siblings are ordered by it).
                     node.seq = previous.seq
                 nodes[entry_id] = node
+            self._finish(nodes, labels, times, stop, len(rows), links)
+
+    def _finish(
+        self,
+        nodes: dict[str, DbNode],
+        labels: dict[str, str],
+        times: dict[str, str],
+        stop: int,
+        row_count: int,
+        links: dict[str, Any] | None,
+    ) -> None:
+        """The forest of these nodes (unlinked, file order) and resolved labels: labels set, nodes linked."""
+        with gc_paused():
             for target, text in labels.items():
                 if (labeled := nodes.get(target)) is not None:
                     labeled.label = text
                     labeled.label_time = times.get(target)
-            roots, cycle_ids = build_forest(nodes)
+            linked = _linked(nodes, links) if links is not None else None
+            roots, cycle_ids = linked if linked is not None else build_forest(nodes)
         self.nodes = nodes
         self.roots = roots
         self.labels = labels
         self.label_times = times
         self.next_seq = stop
-        self.row_count = len(rows)
+        self.row_count = row_count
         self.cycles = bool(cycle_ids)
         self.dangling = {
             parent
@@ -540,6 +566,177 @@ class Forest:
         self._row_texts = {}
         self._case_texts = {}
         self._case_seq = 0
+        self._kept_flat = None
+
+    def columns(self) -> dict[str, Any]:
+        """The forest's nodes (file order) and resolved labels as plain lists, for the snapshot: what
+        :meth:`_build_columns` makes the same forest from without a step per row of the table (ids made
+        unique, labels resolved, bookkeeping rows left out, row kinds and flags computed)."""
+        order = list(self.nodes.values())
+        messages: dict[tuple[Any, Any], int] = {}
+        codes = []
+        for node in order:
+            message = node.entry.get("message")
+            if message is None:
+                codes.append(-1)
+            else:
+                codes.append(messages.setdefault((message["role"], message["stopReason"]), len(messages)))
+        kinds: dict[Any, int] = {}
+        kind = [kinds.setdefault(node.entry["type"], len(kinds)) for node in order]
+        return {
+            "row_count": self.row_count,
+            "kinds": list(kinds),
+            "messages": [list(pair) for pair in messages],
+            "kind": kind,
+            "id": [node.entry["id"] for node in order],
+            "parent": [node.entry["parentId"] for node in order],
+            "timestamp": [node.entry["timestamp"] for node in order],
+            "message": codes,
+            "text": [node.facts.text for node in order],
+            "search": [node.facts.search_text for node in order],
+            "has_text": [node.facts.has_text for node in order],
+            "seq": [node.seq for node in order],
+            "flags": [node.flags for node in order],
+            "input": [node.input_tokens for node in order],
+            "output": [node.output_tokens for node in order],
+            "cost": [node.cost for node in order],
+            "labels": self.labels,
+            "label_times": self.label_times,
+        }
+
+    def _build_columns(self, columns: dict[str, Any], stop: int, links: dict[str, Any] | None) -> None:
+        """The forest :meth:`columns` kept (then linked as ``links`` says, else by ``build_forest``). Raises
+        ``KeyError``, ``TypeError``, ``ValueError`` or ``IndexError`` for columns of another shape."""
+        count = len(columns["id"])
+        for name in _NODE_COLUMNS:
+            if not isinstance(columns[name], list) or len(columns[name]) != count:
+                raise ValueError(f"the column {name} does not fit")
+        kinds = columns["kinds"]
+        if columns["kind"] and (min(columns["kind"]) < 0 or max(columns["kind"]) >= len(kinds)):
+            raise ValueError("an unknown kind")
+        # -1 (no message) is the last item: None.
+        messages: list[dict[str, Any] | None] = [
+            _message(role, reason) for role, reason in columns["messages"]
+        ]
+        messages.append(None)
+        codes = columns["message"]
+        if codes and (min(codes) < -1 or max(codes) >= len(messages) - 1):
+            raise ValueError("an unknown message kind")
+        labels, times = columns["labels"], columns["label_times"]
+        if not isinstance(labels, dict) or not isinstance(times, dict):
+            raise TypeError("labels")
+        with gc_paused():
+            entries = [
+                {"type": kinds[kind], "id": entry_id, "parentId": parent, "timestamp": timestamp}
+                if message is None
+                else {
+                    "type": kinds[kind],
+                    "id": entry_id,
+                    "parentId": parent,
+                    "timestamp": timestamp,
+                    "message": message,
+                }
+                for kind, entry_id, parent, timestamp, message in zip(
+                    columns["kind"],
+                    columns["id"],
+                    columns["parent"],
+                    columns["timestamp"],
+                    [messages[code] for code in codes],
+                    strict=True,
+                )
+            ]
+            facts = list(map(RowFacts, columns["text"], columns["search"], columns["has_text"]))
+            nodes = {
+                entry["id"]: DbNode(entry, fact, None, [], seq, flags, i, o, c)
+                for entry, fact, seq, flags, i, o, c in zip(
+                    entries,
+                    facts,
+                    columns["seq"],
+                    columns["flags"],
+                    columns["input"],
+                    columns["output"],
+                    columns["cost"],
+                    strict=True,
+                )
+            }
+            if len(nodes) != len(entries):
+                raise ValueError("an id twice")
+            self._finish(nodes, labels, times, stop, columns["row_count"], links)
+
+    def links(self) -> dict[str, Any] | None:
+        """The roots and children of this forest as places in ``nodes`` (plain lists, for the snapshot), so
+        that :meth:`_build` of the same rows can skip linking and sorting; ``None`` when it broke a cycle."""
+        if self.cycles:
+            return None
+        order = list(self.nodes.values())
+        place = {id(node): i for i, node in enumerate(order)}
+        return {
+            "count": len(order),
+            "roots": [place[id(root)] for root in self.roots],
+            "children": [[place[id(child)] for child in node.children] for node in order],
+        }
+
+    def leaf_path(self, leaf_id: str | None) -> list[DbNode] | None:
+        """The nodes root → ``leaf_id`` from the parent links (``None`` with a cycle or an unknown leaf): with
+        no cycle every parent that exists is the forest parent."""
+        nodes = self.nodes
+        if self.cycles or leaf_id is None or leaf_id not in nodes:
+            return None
+        node = nodes[leaf_id]
+        path = [node]
+        while (parent := nodes.get(node.entry["parentId"])) is not None and parent is not node:
+            path.append(parent)
+            node = parent
+        path.reverse()
+        return path
+
+    def snapshot_parts(self, flat: FlatTree | None, leaf_index: int | None) -> dict[str, Any]:
+        """What a snapshot keeps besides rows, for this forest as it is: its nodes as columns (``columns``),
+        its links (``links``) and ``flat``, its tree flattened for a leaf at ``leaf_index`` (made from this
+        forest in this state; ``None``: not kept). The caller holds the session's lock (nothing changes the
+        forest meanwhile); writing is :meth:`save_snapshot_parts`, without it."""
+        kept: dict[str, Any] | None = None
+        if flat is not None and leaf_index is not None and not self.cycles:
+            place = {id(node): i for i, node in enumerate(self.nodes.values())}
+            kept = flat_to_columns(flat, place)
+            if kept is not None:
+                kept["leaf_index"] = leaf_index
+        return {"next_seq": self.next_seq, "columns": self.columns(), "links": self.links(), "flat": kept}
+
+    def save_snapshot_parts(self, parts: dict[str, Any]) -> None:
+        """Write the snapshot :meth:`snapshot_parts` made (here, in the caller's thread): the next server
+        start then neither reads rows one by one, links nor (for that leaf) flattens."""
+        if self.snapshot_key is None:
+            return
+        _write_snapshot(
+            self.snapshot_key, parts["next_seq"], None, parts["links"], parts["flat"], parts["columns"]
+        )
+        self.snapshot_full = True
+
+    def take_flat(self, leaf_id: str | None) -> tuple[FlatTree, int] | None:
+        """The flattened tree the snapshot kept, with its leaf's place, when it is the one for ``leaf_id`` of
+        this forest as it is now (read from that snapshot, no row added since: a label, an appended entry or
+        a moved leaf mean flattening again). Given once; ``None`` otherwise."""
+        kept, self._kept_flat = self._kept_flat, None
+        if kept is None or self.cycles:
+            return None
+        generation, data = kept
+        if generation != self.generation or data.get("next_seq") != self.next_seq:
+            return None
+        if data.get("leaf_id") != leaf_id or leaf_id is None:
+            return None
+        try:
+            with gc_paused():
+                flat = flat_from_columns(data, list(self.nodes.values()))
+            leaf_index = data["leaf_index"]
+        except (KeyError, TypeError, ValueError):
+            logger.warning("the flattened tree of the snapshot does not fit its forest", exc_info=True)
+            return None
+        if not isinstance(leaf_index, int) or not 0 <= leaf_index < len(flat.nodes):
+            return None
+        if flat.nodes[leaf_index].node.entry.get("id") != leaf_id:
+            return None
+        return flat, leaf_index
 
     def _restore(self, session: AgentSession) -> bool:
         """Build from the session's snapshot, then bring it up to the session; ``False`` when there is no
@@ -552,17 +749,40 @@ class Forest:
                 data = orjson.loads(_snapshot_path(key).read_bytes())
         except (OSError, orjson.JSONDecodeError):
             return False
-        if not isinstance(data, dict) or data.get("version") != SNAPSHOT_VERSION or data.get("key") != key:
+        if not isinstance(data, dict) or data.get("version") not in (1, SNAPSHOT_VERSION):
             return False
-        stop, rows = data.get("next_seq"), data.get("rows")
-        if not isinstance(stop, int) or not isinstance(rows, list) or stop > session.next_seq:
+        if data.get("key") != key:
             return False
-        if session.next_seq - stop > max(SNAPSHOT_MIN_ROWS // 4, len(rows) // 5):
+        stop, rows, columns = data.get("next_seq"), data.get("rows"), data.get("columns")
+        if not isinstance(columns, dict):
+            columns = None
+        if not isinstance(stop, int) or stop > session.next_seq:
+            return False
+        if columns is not None:
+            count = columns.get("row_count")
+        else:
+            count = len(rows) if isinstance(rows, list) else None
+        if not isinstance(count, int):
+            return False
+        if session.next_seq - stop > max(SNAPSHOT_MIN_ROWS // 4, count // 5):
             return False  # reading the table (and saving a new snapshot) is about as fast
+        links = data.get("forest")
+        links = links if isinstance(links, dict) else None
+        if columns is not None:
+            try:
+                self._build_columns(columns, stop, links)
+            except (KeyError, TypeError, ValueError, IndexError):
+                logger.warning("the forest snapshot %s does not fit its session", key, exc_info=True)
+                return False
+        else:
+            self._build(cast(list[Sequence[Any]], rows), stop, links)
         with suppress(OSError):
             os.utime(_snapshot_path(key))  # the most recently opened first (prewarm_sessions, pruning)
-        self._build(rows, stop)
         self.snapshot_key = key
+        flat = data.get("flat")
+        if isinstance(flat, dict):
+            self._kept_flat = (self.generation, {**flat, "next_seq": stop})
+        self.snapshot_full = columns is not None
         # Only the rows added since are read; a deletion since (a rewritten file) reads everything.
         self.refresh(session)
         return True
@@ -734,7 +954,9 @@ class Forest:
 
 #: Sessions with at least this many rows keep a snapshot (smaller ones load from the table in a blink).
 SNAPSHOT_MIN_ROWS = 20_000
-SNAPSHOT_VERSION = 1
+#: 2: the rows, or (kept by a server process that has the forest: Forest.snapshot_parts) the forest they make
+#: as columns, with its links and its tree flattened for the session's leaf (1, rows only, is still read).
+SNAPSHOT_VERSION = 2
 #: Snapshot files kept (the most recently written); each is about 360 bytes a row.
 SNAPSHOTS_KEPT = 12
 
@@ -756,12 +978,33 @@ def _snapshot_path(key: str) -> Path:
     return snapshot_dir() / f"{pk}-{hashlib.blake2b(key.encode(), digest_size=12).hexdigest()}.json"
 
 
-def _write_snapshot(key: str, stop: int, rows: Sequence[Sequence[Any]]) -> None:
-    """Write the snapshot (atomically: readers see the old file or the new one); a failure is only logged."""
+def _write_snapshot(
+    key: str,
+    stop: int,
+    rows: Sequence[Sequence[Any]] | None,
+    links: dict[str, Any] | None = None,
+    flat: dict[str, Any] | None = None,
+    columns: dict[str, Any] | None = None,
+) -> None:
+    """Write the snapshot (atomically: readers see the old file or the new one); a failure is only logged.
+    The rows with ``seq < stop``, or instead the forest they make as ``columns`` (``Forest.columns``: read
+    without a step per row); ``links``: the forest's roots and children (``Forest.links``), ``flat``: its
+    tree flattened for the session's leaf (``Forest.snapshot_parts``): a start then neither links nor
+    flattens."""
     path = _snapshot_path(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = orjson.dumps({"version": SNAPSHOT_VERSION, "key": key, "next_seq": stop, "rows": rows})
+        data = orjson.dumps(
+            {
+                "version": SNAPSHOT_VERSION,
+                "key": key,
+                "next_seq": stop,
+                "rows": rows,
+                "columns": columns,
+                "forest": links,
+                "flat": flat,
+            }
+        )
         tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_bytes(data)
         os.replace(tmp, path)
@@ -787,6 +1030,7 @@ def prepare_snapshot(session: AgentSession, *, rewritten: bool, added: int) -> b
     stop = session.next_seq
     with gc_paused():
         rows = list(_rows(session.pk, 0, stop))
+    # The rows only: the first server process that opens it keeps the forest itself (Forest.snapshot_parts).
     _write_snapshot(_snapshot_key(session), stop, rows)
     return True
 
@@ -887,8 +1131,51 @@ def _read_fuzzy(key: str) -> dict[Any, tuple[str, str | None, str, int]]:
     return dict(zip(ids, zip(texts, labels, normals, masks, strict=True), strict=True))
 
 
+#: The per-node columns of ``Forest.columns``.
+_NODE_COLUMNS = (
+    "kind",
+    "id",
+    "parent",
+    "timestamp",
+    "message",
+    "text",
+    "search",
+    "has_text",
+    "seq",
+    "flags",
+    "input",
+    "output",
+    "cost",
+)
+
+
 def _seq(node: DbNode) -> int:
     return node.seq
+
+
+def _linked(nodes: dict[str, DbNode], links: dict[str, Any]) -> tuple[list[DbNode], list[str]] | None:
+    """``build_forest(nodes)`` from the roots and children ``Forest.links`` gave for the same rows; ``None``
+    when they do not fit ``nodes`` (then the caller links them itself). The nodes' children are set only
+    once everything was checked."""
+    try:
+        children = links["children"]
+        roots = links["roots"]
+        if links["count"] != len(nodes) or len(children) != len(nodes) or not isinstance(roots, list):
+            return None
+        order = list(nodes.values())
+        count = len(order)
+        kids = [[order[i] for i in places] if places else None for places in children]
+        # Every node below exactly one parent or a root: the places are a permutation of the nodes.
+        flat_places = [i for places in children for i in places]
+        if sorted(flat_places + roots) != list(range(count)):
+            return None
+        top = [order[i] for i in roots]
+    except (KeyError, TypeError, IndexError):
+        return None
+    for node, below in zip(order, kids, strict=True):
+        if below is not None:
+            node.children = below
+    return top, []
 
 
 def _resolve_label(labels: dict[str, str], target: str, text: str) -> None:

@@ -22,7 +22,9 @@ __all__ = [
     "FlatTree",
     "Gutter",
     "TreeNodeLike",
+    "flat_from_columns",
     "flat_only_child",
+    "flat_to_columns",
     "flatten_tree",
     "register_tool_calls",
 ]
@@ -385,3 +387,92 @@ def _path_ids(
             break
         current = flat.node.entry.get("parentId")
     return active
+
+
+# -- a flattened tree as plain lists, to keep on disk next to the nodes it flattens -------------------------
+
+_CONNECTOR, _LAST, _VIRTUAL_ROOT_CHILD = 1, 2, 4
+
+
+def flat_to_columns(flat: FlatTree, index: Mapping[int, int]) -> dict[str, Any] | None:
+    """``flat`` as lists of plain values (JSON), each node named by its place in a list the reader will have
+    (``index``: ``id(node)`` → that place), so that :func:`flat_from_columns` makes the same tree again
+    without flattening. ``None`` when the tree registered tool calls (nodes with message content: not
+    kept)."""
+    if flat.tool_calls:
+        return None
+    links: dict[int, int] = {}
+    gutters: list[list[Any]] = []
+
+    def link_index(link: _GutterLink | None) -> int:
+        if link is None:
+            return -1
+        found = links.get(id(link))
+        if found is not None:
+            return found
+        chain: list[_GutterLink] = []
+        current: _GutterLink | None = link
+        while current is not None and id(current) not in links:
+            chain.append(current)
+            current = current.parent
+        for item in reversed(chain):  # the root-most first: a link's parent always comes before it
+            gutter = item.gutter
+            parent = -1 if item.parent is None else links[id(item.parent)]
+            links[id(item)] = len(gutters)
+            gutters.append([gutter.position, gutter.show, gutter.depth_position, parent])
+        return links[id(link)]
+
+    nodes = flat.nodes
+    return {
+        "leaf_id": flat.leaf_id,
+        "multiple_roots": flat.multiple_roots,
+        "nodes": [index[id(node.node)] for node in nodes],
+        "indent": [node.indent for node in nodes],
+        "display_indent": [node.display_indent for node in nodes],
+        "bits": [
+            (_CONNECTOR if node.show_connector else 0)
+            | (_LAST if node.is_last else 0)
+            | (_VIRTUAL_ROOT_CHILD if node.is_virtual_root_child else 0)
+            for node in nodes
+        ],
+        "depth": [node.depth for node in nodes],
+        "gutter": [link_index(node._gutters) for node in nodes],
+        "gutters": gutters,
+        "active_ids": list(flat.active_ids),
+    }
+
+
+def flat_from_columns(data: Mapping[str, Any], nodes: Sequence[TreeNodeLike]) -> FlatTree:
+    """The tree :func:`flat_to_columns` kept, over ``nodes`` (the same nodes, in the same order, as when it
+    was kept). Raises ``ValueError`` (or ``KeyError``, ``TypeError``) for data of another shape."""
+    links: list[_GutterLink] = []
+    for position, show, depth_position, parent in data["gutters"]:
+        if not -1 <= parent < len(links):
+            raise ValueError("a gutter's parent comes after it")
+        links.append(
+            _GutterLink(Gutter(position, show, depth_position), links[parent] if parent >= 0 else None)
+        )
+    places: list[int] = data["nodes"]
+    gutter: list[int] = data["gutter"]
+    if places and (min(places) < 0 or max(places) >= len(nodes)):
+        raise ValueError("a node out of range")
+    if gutter and (min(gutter) < -1 or max(gutter) >= len(links)):
+        raise ValueError("a gutter out of range")
+    chains: list[_GutterLink | None] = [*links, None]  # -1 is None
+    result = [
+        FlatNode(
+            nodes[place],
+            indent,
+            display_indent,
+            bool(bits & _CONNECTOR),
+            bool(bits & _LAST),
+            bool(bits & _VIRTUAL_ROOT_CHILD),
+            chains[link],
+            depth,
+        )
+        for place, indent, display_indent, bits, link, depth in zip(
+            places, data["indent"], data["display_indent"], data["bits"], gutter, data["depth"], strict=True
+        )
+    ]
+    by_id: dict[Any, FlatNode] = {flat.node.entry.get("id"): flat for flat in result}
+    return FlatTree(result, data["leaf_id"], bool(data["multiple_roots"]), {}, set(data["active_ids"]), by_id)
