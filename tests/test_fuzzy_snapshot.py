@@ -255,3 +255,34 @@ def test_the_thread_ahead_waits_while_requests_are_answered_unless_a_search_wait
     assert sum(normalized) == len(tree.flat.nodes)
     assert found == _expected(session, "read")
     explorer.clear_caches()
+
+
+def _no_disk(forest: tree_index.Forest) -> tree_index.Forest:
+    forest.snapshot_key = None
+    return forest
+
+
+def test_a_big_trees_search_by_its_word_index_keeps_the_same_rows(tmp_path: Path, monkeypatch) -> None:
+    """From WORD_INDEX_MIN nodes the kept haystacks get a word index (fuzzy.WordIndex), made with them; a
+    search by it keeps the rows the texts' scans keep, also after a label changes; its bytes count in the
+    budget."""
+    session = _session(tmp_path)
+    queries = [*QUERIES, "rd", "tr", "fxt", "quokka parade", "8v1", "e"]
+    monkeypatch.setattr(tree_filter, "WORD_INDEX_MIN", 10**9)
+    plain = _no_disk(tree_index.Forest.load(session))
+    expected = {query: _search(plain, session, query) for query in queries}
+    assert all(kept[3][2].words is None for kept in plain.fuzzy_flat)
+    monkeypatch.setattr(tree_filter, "WORD_INDEX_MIN", 1)
+    indexed = _no_disk(tree_index.Forest.load(session))
+    assert {query: _search(indexed, session, query) for query in queries} == expected
+    indexes = [joined.words for _, _, _, (_, _, joined) in indexed.fuzzy_flat]
+    assert indexes and all(words is not None and words.pairs > len(indexed.nodes) for words in indexes)
+    assert indexed.fuzzy_bytes() - plain.fuzzy_bytes() == sum(words.bytes() for words in indexes if words) > 0
+    target = next(node for node in indexed.nodes.values() if node.entry.get("message") is not None)
+    set_label(session, target.entry["id"], "quokkaParade")
+    session.refresh_from_db()
+    indexed.refresh(session)
+    found = _search(indexed, session, "quokka parade")
+    assert target.entry["id"] in found
+    monkeypatch.setattr(tree_filter, "WORD_INDEX_MIN", 10**9)
+    assert found == _search(_no_disk(tree_index.Forest.load(session)), session, "quokka parade")

@@ -14,7 +14,7 @@ from typing import Any, Final, Literal, cast
 
 from treeview.session import js
 from treeview.session.agents import Agent, check_agent
-from treeview.session.fuzzy import FuzzyQuery, Joined, char_mask, normalize_many
+from treeview.session.fuzzy import FuzzyQuery, Joined, WordIndex, char_mask, normalize_many
 from treeview.session.selector import FilterMode, FlatNode, filter_tag
 from treeview.tree_index import (
     HIDDEN_ASSISTANT,
@@ -38,6 +38,10 @@ FUZZY_SAVE_MIN = 2000
 #: Haystacks normalized at once: each step in C over them holds the interpreter a few milliseconds at most,
 #: so that a request served meanwhile (by another thread: prepare_search's) is not held up for long.
 NORMALIZE_CHUNK = 10_000
+#: Trees with at least this many nodes have their haystacks' words indexed (fuzzy.WordIndex: a search looks
+#: at the distinct words instead of scanning every text with each pattern; about 0.8 s for 100,000 nodes,
+#: made with the haystacks, ahead of the first search where prepare_search runs).
+WORD_INDEX_MIN = 5000
 _WHITESPACE_RUN = re.compile(f"{js.RE_SPACE}+")
 # Per rule set and mode: the flags that hide a node (the leaf is exempt from HIDDEN_ASSISTANT) and a flag it
 # needs (``selector._passes``): each agent hides its own bookkeeping types, and pi never shows ``usage``.
@@ -256,7 +260,10 @@ def _make_omp_texts(
     if len(fresh) >= FUZZY_SAVE_MIN:
         forest.save_fuzzy()
     pause()
-    made = (folded, masks, Joined(folded))
+    joined = Joined(folded)
+    if len(folded) >= WORD_INDEX_MIN:
+        joined.words = WordIndex.build(folded, NORMALIZE_CHUNK, pause)
+    made = (folded, masks, joined)
     forest.fuzzy_flat = [(nodes, texts, key, made), *forest.fuzzy_flat[:1]]
     return made
 
