@@ -350,9 +350,13 @@ def _filter(
     commented: frozenset[str] | None = None,
     agent: Agent = "omp15",
 ) -> Visible:
-    """``selector.filter_nodes`` by ``agent``'s rules over the tree's database nodes (``tree_filter``)."""
+    """``selector.filter_nodes`` by ``agent``'s rules over the tree's database nodes (``tree_filter``); a
+    search looks only at the rows the mode shows, kept with the tree as the mode's answer without a search."""
     nodes: list[Any] = tree.flat.nodes
-    positions = filter_positions(nodes, tree.leaf_index, tree.forest, mode, query, commented, agent)
+    shown = tree.visible(mode, "", commented, agent=agent).positions if query.strip() else None
+    positions = filter_positions(
+        nodes, tree.leaf_index, tree.forest, mode, query, commented, agent, shown=shown
+    )
     return Visible([nodes[i] for i in positions], positions)
 
 

@@ -98,11 +98,14 @@ def filter_positions(
     query: str,
     commented: frozenset[str] | None = None,
     agent: Agent = "omp15",
+    *,
+    shown: Sequence[int] | None = None,
 ) -> list[int]:
     """The indexes of the flat ``nodes`` (database nodes; ``leaf``: the leaf's index) that
     ``selector.filter_nodes`` shows by ``agent``'s rules, from the flags computed at load and what the rules
     read differently (``forest.agent_texts``; tests compare them); the "commented" mode keeps the entries of
-    ``commented`` as labeled-only keeps the labeled ones."""
+    ``commented`` as labeled-only keeps the labeled ones. ``shown``: what this returns for the same mode
+    without a search, when the caller keeps it (the search then only narrows it)."""
     flags = _MODE_FLAGS[check_agent(agent)]
     if mode not in flags:
         filter_tag(cast(FilterMode, mode))  # raises the core's ValueError
@@ -116,7 +119,9 @@ def filter_positions(
         else AgentTexts()
     )
     also = texts.skill_prompts if agent == "omp" and mode == "user-only" else frozenset()
-    if leaf is None:
+    if shown is not None:
+        positions = list(shown)
+    elif leaf is None:
         positions = _keep(nodes, 0, hide, need, labeled, only, also)
     else:
         positions = _keep(nodes[:leaf], 0, hide, need, labeled, only, also)
