@@ -9,6 +9,7 @@ bookkeeping rows' search terms, oh-my-pi's skill prompts). Tests compare the res
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, cast
 
@@ -28,7 +29,7 @@ from treeview.tree_index import (
     Forest,
 )
 
-__all__ = ["COMMENTED", "filter_positions", "prepare_search"]
+__all__ = ["COMMENTED", "filter_positions", "index_words", "prepare_search"]
 
 #: Arbor's own mode: the entries with comments (the session core knows nothing of comments).
 COMMENTED: Final[Literal["commented"]] = "commented"
@@ -39,9 +40,13 @@ FUZZY_SAVE_MIN = 2000
 #: so that a request served meanwhile (by another thread: prepare_search's) is not held up for long.
 NORMALIZE_CHUNK = 10_000
 #: Trees with at least this many nodes have their haystacks' words indexed (fuzzy.WordIndex: a search looks
-#: at the distinct words instead of scanning every text with each pattern; about 0.8 s for 100,000 nodes,
-#: made with the haystacks, ahead of the first search where prepare_search runs).
+#: at the distinct words instead of scanning every text with each pattern). About 0.8 s for 100,000 nodes,
+#: made after the haystacks, not while a search waits for them: by prepare_search's thread, else in a thread
+#: the first search starts (that search and any before the index is there scan the texts).
 WORD_INDEX_MIN = 5000
+# The kept haystacks (by id of their Joined) whose word index a thread is making.
+_indexing: set[int] = set()
+_indexing_lock = threading.Lock()
 _WHITESPACE_RUN = re.compile(f"{js.RE_SPACE}+")
 # Per rule set and mode: the flags that hide a node (the leaf is exempt from HIDDEN_ASSISTANT) and a flag it
 # needs (``selector._passes``): each agent hides its own bookkeeping types, and pi never shows ``usage``.
@@ -141,6 +146,10 @@ def filter_positions(
     query_matcher = FuzzyQuery(query.lower())  # read once, not once per node (its tokens: as `tokens`)
     if agent == "omp" and forest is not None:
         folded, masks, joined = _omp_texts(forest, texts, nodes)
+        if joined.words is None and len(folded) >= WORD_INDEX_MIN:
+            threading.Thread(
+                target=index_words, args=(folded, joined), name="search-words", daemon=True
+            ).start()
         return query_matcher.select(folded, positions, masks, joined)
     search = texts.search
     kept = []
@@ -265,10 +274,7 @@ def _make_omp_texts(
     if len(fresh) >= FUZZY_SAVE_MIN:
         forest.save_fuzzy()
     pause()
-    joined = Joined(folded)
-    if len(folded) >= WORD_INDEX_MIN:
-        joined.words = WordIndex.build(folded, NORMALIZE_CHUNK, pause)
-    made = (folded, masks, joined)
+    made = (folded, masks, Joined(folded))
     forest.fuzzy_flat = [(nodes, texts, key, made), *forest.fuzzy_flat[:1]]
     return made
 
@@ -278,7 +284,8 @@ def prepare_search(
 ) -> None:
     """Make ahead what ``agent``'s first search over the flat ``nodes`` reads: the texts the rule set reads
     differently and, for oh-my-pi, every node's normalized haystack (restored from disk, or made), so that a
-    search typed meanwhile waits for this work instead of doing it again, and one typed later finds it.
+    search typed meanwhile waits for this work instead of doing it again, and one typed later finds it; then
+    a big tree's word index (a search typed meanwhile does not wait for that: it scans the texts).
     ``pause`` is called between its steps (it may wait while requests are answered; it should not while a
     search waits for this work: ``forest.fuzzy_waiters``)."""
     if agent == "omp15":
@@ -287,4 +294,21 @@ def prepare_search(
     texts = forest.agent_texts(agent)
     if agent == "omp":
         pause()
-        _omp_texts(forest, texts, nodes, pause)
+        folded, _, joined = _omp_texts(forest, texts, nodes, pause)
+        if len(folded) >= WORD_INDEX_MIN:
+            index_words(folded, joined, pause)
+
+
+def index_words(folded: list[str], joined: Joined, pause: Callable[[], None] = _no_pause) -> None:
+    """Give the kept haystacks ``folded`` (all of them in ``joined``) their word index, unless they have one
+    or another thread is making it (``pause``: between its steps)."""
+    key = id(joined)
+    with _indexing_lock:
+        if joined.words is not None or key in _indexing:
+            return
+        _indexing.add(key)
+    try:
+        joined.words = WordIndex.build(folded, NORMALIZE_CHUNK, pause)
+    finally:
+        with _indexing_lock:
+            _indexing.discard(key)
