@@ -862,3 +862,32 @@ def test_a_search_narrows_the_modes_kept_rows(tmp_path: Path, monkeypatch, agent
         for query in QUERIES[1:]
     ]
     assert any(answers) and not all(answers)
+
+
+@pytest.mark.django_db
+def test_a_big_trees_first_search_has_its_word_index_made_in_a_thread(tmp_path: Path, monkeypatch) -> None:
+    """The first search of a big tree scans the texts and starts a thread that makes the word index (giving
+    way to requests); the next searches use it, with the same answers."""
+    from treeview import tree_filter
+
+    monkeypatch.setattr(tree_filter, "WORD_INDEX_MIN", 1)
+    started: list[threading.Thread] = []
+    start = threading.Thread.start
+
+    def start_and_wait(self: threading.Thread) -> None:
+        start(self)
+        if self.name == "search-words":
+            started.append(self)
+            self.join()
+
+    monkeypatch.setattr(threading.Thread, "start", start_and_wait)
+    session = playground(tmp_path, 7, 300).session
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    queries = ["read", "tool result", "fxt", "zzz"]
+    scanned = [tree.visible("all", query, agent="omp").positions for query in queries]
+    assert len(started) == 1
+    ((_, _, _, (_, _, joined)),) = tree.forest.fuzzy_flat
+    assert joined.words is not None
+    tree._visible.clear()
+    assert [tree.visible("all", query, agent="omp").positions for query in queries] == scanned
+    assert len(started) == 1 and any(scanned) and not all(scanned)

@@ -42,7 +42,7 @@ NORMALIZE_CHUNK = 10_000
 #: Trees with at least this many nodes have their haystacks' words indexed (fuzzy.WordIndex: a search looks
 #: at the distinct words instead of scanning every text with each pattern). About 0.8 s for 100,000 nodes,
 #: made after the haystacks, not while a search waits for them: by prepare_search's thread, else in a thread
-#: the first search starts (that search and any before the index is there scan the texts).
+#: the first search starts (``index_later``; that search and any before the index is there scan the texts).
 WORD_INDEX_MIN = 5000
 # The kept haystacks (by id of their Joined) whose word index a thread is making.
 _indexing: set[int] = set()
@@ -105,12 +105,15 @@ def filter_positions(
     agent: Agent = "omp15",
     *,
     shown: Sequence[int] | None = None,
+    index_later: Callable[[list[str], Joined], None] | None = None,
 ) -> list[int]:
     """The indexes of the flat ``nodes`` (database nodes; ``leaf``: the leaf's index) that
     ``selector.filter_nodes`` shows by ``agent``'s rules, from the flags computed at load and what the rules
     read differently (``forest.agent_texts``; tests compare them); the "commented" mode keeps the entries of
     ``commented`` as labeled-only keeps the labeled ones. ``shown``: what this returns for the same mode
-    without a search, when the caller keeps it (the search then only narrows it)."""
+    without a search, when the caller keeps it (the search then only narrows it). ``index_later``: called
+    with a big tree's kept haystacks that have no word index yet (this search scans the texts), to make it
+    (:func:`index_words`) for the next ones."""
     flags = _MODE_FLAGS[check_agent(agent)]
     if mode not in flags:
         filter_tag(cast(FilterMode, mode))  # raises the core's ValueError
@@ -146,10 +149,8 @@ def filter_positions(
     query_matcher = FuzzyQuery(query.lower())  # read once, not once per node (its tokens: as `tokens`)
     if agent == "omp" and forest is not None:
         folded, masks, joined = _omp_texts(forest, texts, nodes)
-        if joined.words is None and len(folded) >= WORD_INDEX_MIN:
-            threading.Thread(
-                target=index_words, args=(folded, joined), name="search-words", daemon=True
-            ).start()
+        if joined.words is None and len(folded) >= WORD_INDEX_MIN and index_later is not None:
+            index_later(folded, joined)
         return query_matcher.select(folded, positions, masks, joined)
     search = texts.search
     kept = []
