@@ -44,6 +44,9 @@ NORMALIZE_CHUNK = 10_000
 #: made after the haystacks, not while a search waits for them: by prepare_search's thread, else in a thread
 #: the first search starts (``index_later``; that search and any before the index is there scan the texts).
 WORD_INDEX_MIN = 5000
+#: Haystacks indexed between two pauses of that thread (a few milliseconds of work: a request that comes
+#: meanwhile waits little for the interpreter).
+WORD_INDEX_CHUNK = 2000
 # The kept haystacks (by id of their Joined) whose word index a thread is making.
 _indexing: set[int] = set()
 _indexing_lock = threading.Lock()
@@ -309,7 +312,7 @@ def index_words(folded: list[str], joined: Joined, pause: Callable[[], None] = _
             return
         _indexing.add(key)
     try:
-        joined.words = WordIndex.build(folded, NORMALIZE_CHUNK, pause)
+        joined.words = WordIndex.build(folded, WORD_INDEX_CHUNK, pause)
     finally:
         with _indexing_lock:
             _indexing.discard(key)
