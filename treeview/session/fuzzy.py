@@ -533,9 +533,10 @@ class _Token:
         """:meth:`select` by the texts' words (``words``: the index of all ``texts``). What one word decides
         (the token in it, it the token short by at most two characters, the token's characters in order within
         it) is decided once per distinct word, its texts taken from the index; the ways that span words are
-        checked by :meth:`matches` only in the texts that can hold them: the token at a word start across
-        spaces needs a word that is a shorter start of the token followed by a word the rest starts with (or
-        that starts the rest), and an acronym the token's characters in order among the words' initials."""
+        checked as :meth:`matches` checks them, only in the texts left that can hold them: the token at a word
+        start across spaces needs a word that is a shorter start of the token followed by a word the rest
+        starts with (or that starts the rest), and an acronym the token's characters in order among the
+        words' initials, each at most two after the last."""
         token = self.text
         postings = words.postings
         found: set[int] = set()
