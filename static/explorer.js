@@ -1085,24 +1085,6 @@ document.addEventListener("htmx:afterSettle", () => {
   }
 });
 
-// htmx keeps a copy of the page for Back (a filter change pushes an address): without the rows' inline
-// positions, which a strict CSP would refuse when the copy is parsed again; put back right after the copy.
-document.addEventListener("htmx:beforeHistorySave", () => {
-  if (!view) {
-    return;
-  }
-  const current = view;
-  const styled = [current.list, ...loadedRows()];
-  for (const element of styled) {
-    element.removeAttribute("style");
-  }
-  queueMicrotask(() => {
-    if (view === current && current.list.isConnected) {
-      current.list.style.height = `${current.shown * ROW_HEIGHT}px`;
-      loadedRows().forEach(place);
-    }
-  });
-});
 document.addEventListener("htmx:historyRestore", () => {
   keepOffset = null;
   setup();

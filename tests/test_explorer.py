@@ -828,3 +828,66 @@ def test_a_tree_keeps_what_a_view_derives_from_it(tmp_path: Path) -> None:
     # Another state of the session is another tree: nothing carried over.
     assert explorer.explorer_tree(session, session.leaf_id).memo("a", make("a")) == "value a"
     assert made == ["a", "b", "a"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("agent", ["omp15", "omp", "pi"])
+def test_a_search_narrows_the_modes_kept_rows(tmp_path: Path, monkeypatch, agent: str) -> None:
+    """A search starts from the rows its mode shows without one (kept with the tree: the mode's flags are read
+    once for any number of searches), and keeps the rows a search over all the nodes keeps."""
+    from treeview import tree_filter
+
+    session = playground(tmp_path, 7, 300).session
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    nodes, leaf = tree.flat.nodes, tree.leaf_index
+    for mode in [*FILTER_MODES, explorer.COMMENTED]:
+        commented = frozenset(node.id for node in nodes[::7])
+        every = tree_filter.filter_positions(nodes, leaf, tree.forest, mode, "", commented, agent)
+        for query in QUERIES[1:]:
+            narrowed = tree_filter.filter_positions(
+                nodes, leaf, tree.forest, mode, query, commented, agent, shown=every
+            )
+            whole = tree_filter.filter_positions(nodes, leaf, tree.forest, mode, query, commented, agent)
+            assert narrowed == whole, (mode, query)
+    calls: list[int] = []
+    keep = tree_filter._keep
+    monkeypatch.setattr(
+        tree_filter, "_keep", lambda *args, **kwargs: calls.append(1) or keep(*args, **kwargs)
+    )
+    fresh = explorer.ExplorerTree(tree.flat, forest=tree.forest, leaf_index=None)
+    answers = [fresh.visible("all", query, agent=agent).positions for query in QUERIES[1:]]
+    assert len(calls) == 1  # the mode's rows, once
+    assert answers == [
+        tree_filter.filter_positions(nodes, None, tree.forest, "all", query, None, agent)
+        for query in QUERIES[1:]
+    ]
+    assert any(answers) and not all(answers)
+
+
+@pytest.mark.django_db
+def test_a_big_trees_first_search_has_its_word_index_made_in_a_thread(tmp_path: Path, monkeypatch) -> None:
+    """The first search of a big tree scans the texts and starts a thread that makes the word index (giving
+    way to requests); the next searches use it, with the same answers."""
+    from treeview import tree_filter
+
+    monkeypatch.setattr(tree_filter, "WORD_INDEX_MIN", 1)
+    started: list[threading.Thread] = []
+    start = threading.Thread.start
+
+    def start_and_wait(self: threading.Thread) -> None:
+        start(self)
+        if self.name == "search-words":
+            started.append(self)
+            self.join()
+
+    monkeypatch.setattr(threading.Thread, "start", start_and_wait)
+    session = playground(tmp_path, 7, 300).session
+    tree = explorer.explorer_tree(session, session.leaf_id)
+    queries = ["read", "tool result", "fxt", "zzz"]
+    scanned = [tree.visible("all", query, agent="omp").positions for query in queries]
+    assert len(started) == 1
+    ((_, _, _, (_, _, joined)),) = tree.forest.fuzzy_flat
+    assert joined.words is not None
+    tree._visible.clear()
+    assert [tree.visible("all", query, agent="omp").positions for query in queries] == scanned
+    assert len(started) == 1 and any(scanned) and not all(scanned)

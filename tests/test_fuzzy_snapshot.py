@@ -255,3 +255,68 @@ def test_the_thread_ahead_waits_while_requests_are_answered_unless_a_search_wait
     assert sum(normalized) == len(tree.flat.nodes)
     assert found == _expected(session, "read")
     explorer.clear_caches()
+
+
+def _no_disk(forest: tree_index.Forest) -> tree_index.Forest:
+    forest.snapshot_key = None
+    return forest
+
+
+def test_a_big_trees_search_by_its_word_index_keeps_the_same_rows(tmp_path: Path, monkeypatch) -> None:
+    """From WORD_INDEX_MIN nodes the kept haystacks get a word index (fuzzy.WordIndex), asked for by the first
+    search (here made at once); the searches by it keep the rows the texts' scans keep, also after a label
+    changes, and its bytes count in the forest's budget."""
+    started: list[int] = []
+
+    def index_later(folded: list[str], joined: fuzzy.Joined) -> None:
+        started.append(len(folded))
+        tree_filter.index_words(folded, joined)
+
+    session = _session(tmp_path)
+    queries = [*QUERIES, "rd", "tr", "fxt", "quokka parade", "8v1", "e"]
+
+    def searches(forest: tree_index.Forest) -> dict[str, list[Any]]:
+        flat = flatten_tree(forest.roots, session.leaf_id)  # one tree: its haystacks kept between searches
+        leaf = next((i for i, node in enumerate(flat.nodes) if node.id == flat.leaf_id), None)
+        return {
+            query: [
+                flat.nodes[i].id
+                for i in tree_filter.filter_positions(
+                    flat.nodes, leaf, forest, "all", query, None, "omp", index_later=index_later
+                )
+            ]
+            for query in queries
+        }
+
+    monkeypatch.setattr(tree_filter, "WORD_INDEX_MIN", 10**9)
+    plain = _no_disk(tree_index.Forest.load(session))
+    expected = searches(plain)
+    assert not started and all(kept[3][2].words is None for kept in plain.fuzzy_flat)
+    monkeypatch.setattr(tree_filter, "WORD_INDEX_MIN", 1)
+    indexed = _no_disk(tree_index.Forest.load(session))
+    assert searches(indexed) == expected
+    assert len(started) == 1  # once: the next searches found the index
+    ((_, _, _, (folded, _, joined)),) = indexed.fuzzy_flat
+    assert joined.words is not None and joined.words.pairs > len(folded)
+    assert indexed.fuzzy_bytes() - plain.fuzzy_bytes() == joined.words.bytes() > 0
+    target = next(node for node in indexed.nodes.values() if node.entry.get("message") is not None)
+    set_label(session, target.entry["id"], "quokkaParade")
+    session.refresh_from_db()
+    indexed.refresh(session)
+    found = searches(indexed)
+    assert target.entry["id"] in found["quokka parade"]
+    monkeypatch.setattr(tree_filter, "WORD_INDEX_MIN", 10**9)
+    assert found == searches(_no_disk(tree_index.Forest.load(session)))
+
+
+def test_a_big_pages_prepared_search_makes_the_word_index_too(tmp_path: Path, monkeypatch) -> None:
+    session = _session(tmp_path)
+    monkeypatch.setattr(tree_filter, "WORD_INDEX_MIN", 1)
+    forest = _no_disk(tree_index.Forest.load(session))
+    flat = flatten_tree(forest.roots, session.leaf_id)
+    tree_filter.prepare_search(flat.nodes, forest, "omp")
+    ((_, _, _, (folded, _, joined)),) = forest.fuzzy_flat
+    assert joined.words is not None
+    made = joined.words
+    tree_filter.index_words(folded, joined)
+    assert joined.words is made  # made once

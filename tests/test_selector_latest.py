@@ -13,6 +13,7 @@ from treeview.session import selector as sel
 from treeview.session.fuzzy import (
     FuzzyQuery,
     Joined,
+    WordIndex,
     char_mask,
     fuzzy_matches,
     normalize_fast,
@@ -355,6 +356,93 @@ def test_the_search_over_many_rows_answers_as_one_row_at_a_time(texts: list[str]
     assert matcher.select(normalized, joined=Joined(normalized)) == expected
     rows = list(range(0, len(texts), 2))
     assert matcher.select(normalized, rows, masks, Joined(normalized)) == [i for i in expected if i % 2 == 0]
+    indexed = Joined(normalized)
+    indexed.words = WordIndex.build(normalized, chunk=5)
+    assert matcher.select(normalized, masks=masks, joined=indexed) == expected
+    assert matcher.select(normalized, rows, masks, indexed) == [i for i in expected if i % 2 == 0]
+
+
+# Words that start, end and spell the queries' tokens in part (so that tokens span words, make acronyms, and
+# match words in order with gaps), with gaps and camelCase between them.
+_WORDY_TEXTS = st.lists(
+    st.sampled_from(
+        [
+            "t",
+            "te",
+            "tes",
+            "test",
+            "est",
+            "es",
+            "s",
+            "src",
+            "sr",
+            "rc",
+            "c",
+            "pa",
+            "pars",
+            "parse",
+            "rse",
+            "a1",
+            "1a",
+            "v81",
+            "8v1",
+            "tXst",
+            "teast",
+            "setup",
+            "p",
+        ]
+    ),
+    max_size=12,
+).flatmap(
+    lambda words: st.lists(
+        st.sampled_from([" ", "-", "", "/"]), min_size=len(words), max_size=len(words)
+    ).map(lambda gaps: "".join(w + g for w, g in zip(words, gaps, strict=True)))
+)
+_WORDY_QUERIES = st.text(alphabet="tesrcpa18v ", max_size=7)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_WORDY_TEXTS, max_size=25), _WORDY_QUERIES)
+def test_the_search_by_words_answers_as_one_row_at_a_time(texts: list[str], query: str) -> None:
+    """The search by the texts' word index (what one word decides, once per distinct word; a token spanning
+    words and acronyms only where the words allow them) keeps exactly the rows the one-row matcher keeps."""
+    normalized = normalize_many(texts)
+    joined = Joined(normalized)
+    joined.words = WordIndex.build(normalized, chunk=7)
+    expected = [i for i, text in enumerate(texts) if fuzzy_matches(query, text)]
+    assert FuzzyQuery(query).select(normalized, joined=joined) == expected
+    rows = list(range(1, len(texts), 3))
+    assert FuzzyQuery(query).select(normalized, rows, joined=joined) == [i for i in expected if i % 3 == 1]
+
+
+def test_the_word_index_finds_each_way_to_match() -> None:
+    texts = normalize_many(
+        [
+            "fix the parser",
+            "pa rs e",
+            "checkpoint",
+            "http request",
+            "v81 build",
+            "the best",
+            "nothing else",
+            "",
+        ]
+    )
+    joined = Joined(texts)
+    joined.words = WordIndex.build(texts)
+    assert joined.words.postings["the"] == [0, 5]
+    assert joined.words.initials is not None and joined.words.initials.text.split("\n")[3] == "hr"
+    for query, rows in [
+        ("parse", [0, 1]),  # a prefix of a word; the token across words
+        ("chek", [2]),  # in order within a word
+        ("hr", [3]),  # an acronym
+        ("8v1", [4]),  # a letter and a digit swapped
+        ("pars", [0, 1]),  # a word one character short of the token... and across words
+        ("the bst", [5]),  # every token
+        ("zzz", []),
+    ]:
+        assert FuzzyQuery(query).select(texts, joined=joined) == rows, query
+        assert rows == [i for i, text in enumerate(texts) if fuzzy_matches(query, text)], query
 
 
 # Symbols, punctuation, spaces and controls beyond ASCII (more than fuzzy._MANY_GAPS distinct ones), letters

@@ -135,6 +135,31 @@ def test_a_filter_or_search_with_a_selection_sends_the_tree_alone(client: Client
         assert 'id="conversation"' in response.content.decode() and "HX-Trigger-After-Settle" not in response
 
 
+def test_a_filter_or_search_answer_sends_fewer_rows_around_the_selection(client: Client, tmp_path: Path):
+    """The tree's own filter or search (explorer.js's virtual tree loads the rows beyond as the pane scrolls)
+    gets FILTER_WINDOW rows around the selection, the same rows a page has there; a page, a link or a tab
+    gets the whole window."""
+    from treeview.views import detail
+
+    session = import_fixture(tmp_path, "pi-mono_large-session_v1.jsonl", "real")
+    expected = [row.id for row in select_rows(session, "all")]
+    assert len(expected) > explorer.TREE_WINDOW
+    target = expected[len(expected) // 2]
+    query = {"targetId": target, "filter": "all"}
+    tree = {**HTMX, "HX-Target": "tree"}
+    whole = tree_ids(client.get(page(session), query).content.decode())
+    assert len(whole) == explorer.TREE_WINDOW
+    for trigger in ("tree-filter", "tree-search"):
+        html = client.get(page(session), query, headers={**tree, "HX-Trigger": trigger}).content.decode()
+        shown = tree_ids(html)
+        assert len(shown) == detail.FILTER_WINDOW < explorer.TREE_WINDOW, trigger
+        assert target in shown and shown == expected[expected.index(shown[0]) :][: len(shown)]
+        assert set(shown) <= set(whole)
+        assert f"{len(expected)} of {len(flatten_session(session).nodes)} shown" in html
+    linked = client.get(page(session), query, headers={**tree, "HX-Trigger": "tab-conversation"})
+    assert tree_ids(linked.content.decode()) == whole
+
+
 def test_htmx_conversation_request_gets_only_the_conversation(client: Client, tmp_path: Path):
     session = import_fixture(tmp_path, BRANCHING)
     response = client.get(page(session), headers={**HTMX, "HX-Target": "conversation"})
@@ -743,7 +768,11 @@ def test_header_shows_whole_tree_totals_and_no_branch_row_without_branch_totals(
     from treeview.views import detail
 
     original = detail._detail_context
-    monkeypatch.setattr(detail, "_detail_context", lambda *args: {**original(*args), "branch_totals": None})
+    monkeypatch.setattr(
+        detail,
+        "_detail_context",
+        lambda *args, **kwargs: {**original(*args, **kwargs), "branch_totals": None},
+    )
     session = import_fixture(tmp_path, BRANCHING)
     html = client.get(page(session)).content.decode()
     assert "Whole tree" in html and "This branch" not in html
@@ -769,7 +798,11 @@ def test_header_shows_the_active_branch_totals_next_to_the_whole_tree(
         cost=0.01234,
     )
     original = detail._detail_context
-    monkeypatch.setattr(detail, "_detail_context", lambda *args: {**original(*args), "branch_totals": branch})
+    monkeypatch.setattr(
+        detail,
+        "_detail_context",
+        lambda *args, **kwargs: {**original(*args, **kwargs), "branch_totals": branch},
+    )
     session = import_fixture(tmp_path, BRANCHING)
     html = client.get(page(session)).content.decode()
     row = re.search(r'<tr class="totals-branch">(.*?)</tr>', html, re.S)

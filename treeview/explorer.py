@@ -350,10 +350,37 @@ def _filter(
     commented: frozenset[str] | None = None,
     agent: Agent = "omp15",
 ) -> Visible:
-    """``selector.filter_nodes`` by ``agent``'s rules over the tree's database nodes (``tree_filter``)."""
+    """``selector.filter_nodes`` by ``agent``'s rules over the tree's database nodes (``tree_filter``); a
+    search looks only at the rows the mode shows, kept with the tree as the mode's answer without a search."""
     nodes: list[Any] = tree.flat.nodes
-    positions = filter_positions(nodes, tree.leaf_index, tree.forest, mode, query, commented, agent)
+    shown = tree.visible(mode, "", commented, agent=agent).positions if query.strip() else None
+    positions = filter_positions(
+        nodes,
+        tree.leaf_index,
+        tree.forest,
+        mode,
+        query,
+        commented,
+        agent,
+        shown=shown,
+        index_later=_index_later(tree.forest) if tree.forest is not None else None,
+    )
     return Visible([nodes[i] for i in positions], positions)
+
+
+def _index_later(forest: Forest) -> Callable[[list[str], Any], None]:
+    """Make a big tree's word index for its next searches in a daemon thread that gives way to requests
+    (:func:`_pauser`), as the first search's preparation does."""
+
+    def start(folded: list[str], joined: Any) -> None:
+        threading.Thread(
+            target=tree_filter.index_words,
+            args=(folded, joined, _pauser(forest)),
+            name="search-words",
+            daemon=True,
+        ).start()
+
+    return start
 
 
 # A session is its pk and when it was imported (SQLite may give a deleted session's pk to the next one).

@@ -9,12 +9,13 @@ bookkeeping rows' search terms, oh-my-pi's skill prompts). Tests compare the res
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, cast
 
 from treeview.session import js
 from treeview.session.agents import Agent, check_agent
-from treeview.session.fuzzy import FuzzyQuery, Joined, char_mask, normalize_many
+from treeview.session.fuzzy import FuzzyQuery, Joined, WordIndex, char_mask, normalize_many
 from treeview.session.selector import FilterMode, FlatNode, filter_tag
 from treeview.tree_index import (
     HIDDEN_ASSISTANT,
@@ -28,7 +29,7 @@ from treeview.tree_index import (
     Forest,
 )
 
-__all__ = ["COMMENTED", "filter_positions", "prepare_search"]
+__all__ = ["COMMENTED", "filter_positions", "index_words", "prepare_search"]
 
 #: Arbor's own mode: the entries with comments (the session core knows nothing of comments).
 COMMENTED: Final[Literal["commented"]] = "commented"
@@ -38,6 +39,17 @@ FUZZY_SAVE_MIN = 2000
 #: Haystacks normalized at once: each step in C over them holds the interpreter a few milliseconds at most,
 #: so that a request served meanwhile (by another thread: prepare_search's) is not held up for long.
 NORMALIZE_CHUNK = 10_000
+#: Trees with at least this many nodes have their haystacks' words indexed (fuzzy.WordIndex: a search looks
+#: at the distinct words instead of scanning every text with each pattern). About 0.8 s for 100,000 nodes,
+#: made after the haystacks, not while a search waits for them: by prepare_search's thread, else in a thread
+#: the first search starts (``index_later``; that search and any before the index is there scan the texts).
+WORD_INDEX_MIN = 5000
+#: Haystacks indexed between two pauses of that thread (a few milliseconds of work: a request that comes
+#: meanwhile waits little for the interpreter).
+WORD_INDEX_CHUNK = 2000
+# The kept haystacks (by id of their Joined) whose word index a thread is making.
+_indexing: set[int] = set()
+_indexing_lock = threading.Lock()
 _WHITESPACE_RUN = re.compile(f"{js.RE_SPACE}+")
 # Per rule set and mode: the flags that hide a node (the leaf is exempt from HIDDEN_ASSISTANT) and a flag it
 # needs (``selector._passes``): each agent hides its own bookkeeping types, and pi never shows ``usage``.
@@ -94,11 +106,17 @@ def filter_positions(
     query: str,
     commented: frozenset[str] | None = None,
     agent: Agent = "omp15",
+    *,
+    shown: Sequence[int] | None = None,
+    index_later: Callable[[list[str], Joined], None] | None = None,
 ) -> list[int]:
     """The indexes of the flat ``nodes`` (database nodes; ``leaf``: the leaf's index) that
     ``selector.filter_nodes`` shows by ``agent``'s rules, from the flags computed at load and what the rules
     read differently (``forest.agent_texts``; tests compare them); the "commented" mode keeps the entries of
-    ``commented`` as labeled-only keeps the labeled ones."""
+    ``commented`` as labeled-only keeps the labeled ones. ``shown``: what this returns for the same mode
+    without a search, when the caller keeps it (the search then only narrows it). ``index_later``: called
+    with a big tree's kept haystacks that have no word index yet (this search scans the texts), to make it
+    (:func:`index_words`) for the next ones."""
     flags = _MODE_FLAGS[check_agent(agent)]
     if mode not in flags:
         filter_tag(cast(FilterMode, mode))  # raises the core's ValueError
@@ -112,7 +130,9 @@ def filter_positions(
         else AgentTexts()
     )
     also = texts.skill_prompts if agent == "omp" and mode == "user-only" else frozenset()
-    if leaf is None:
+    if shown is not None:
+        positions = list(shown)
+    elif leaf is None:
         positions = _keep(nodes, 0, hide, need, labeled, only, also)
     else:
         positions = _keep(nodes[:leaf], 0, hide, need, labeled, only, also)
@@ -132,6 +152,8 @@ def filter_positions(
     query_matcher = FuzzyQuery(query.lower())  # read once, not once per node (its tokens: as `tokens`)
     if agent == "omp" and forest is not None:
         folded, masks, joined = _omp_texts(forest, texts, nodes)
+        if joined.words is None and len(folded) >= WORD_INDEX_MIN and index_later is not None:
+            index_later(folded, joined)
         return query_matcher.select(folded, positions, masks, joined)
     search = texts.search
     kept = []
@@ -266,7 +288,8 @@ def prepare_search(
 ) -> None:
     """Make ahead what ``agent``'s first search over the flat ``nodes`` reads: the texts the rule set reads
     differently and, for oh-my-pi, every node's normalized haystack (restored from disk, or made), so that a
-    search typed meanwhile waits for this work instead of doing it again, and one typed later finds it.
+    search typed meanwhile waits for this work instead of doing it again, and one typed later finds it; then
+    a big tree's word index (a search typed meanwhile does not wait for that: it scans the texts).
     ``pause`` is called between its steps (it may wait while requests are answered; it should not while a
     search waits for this work: ``forest.fuzzy_waiters``)."""
     if agent == "omp15":
@@ -275,4 +298,21 @@ def prepare_search(
     texts = forest.agent_texts(agent)
     if agent == "omp":
         pause()
-        _omp_texts(forest, texts, nodes, pause)
+        folded, _, joined = _omp_texts(forest, texts, nodes, pause)
+        if len(folded) >= WORD_INDEX_MIN:
+            index_words(folded, joined, pause)
+
+
+def index_words(folded: list[str], joined: Joined, pause: Callable[[], None] = _no_pause) -> None:
+    """Give the kept haystacks ``folded`` (all of them in ``joined``) their word index, unless they have one
+    or another thread is making it (``pause``: between its steps)."""
+    key = id(joined)
+    with _indexing_lock:
+        if joined.words is not None or key in _indexing:
+            return
+        _indexing.add(key)
+    try:
+        joined.words = WordIndex.build(folded, WORD_INDEX_CHUNK, pause)
+    finally:
+        with _indexing_lock:
+            _indexing.discard(key)

@@ -922,11 +922,14 @@ class Forest:
         threading.Thread(target=_write_fuzzy, args=(self.snapshot_key, items), name="forest-fuzzy").start()
 
     def fuzzy_bytes(self) -> int:
-        """Estimated bytes held by ``fuzzy_texts`` and ``fuzzy_flat`` (their text counted once a character:
-        the normalized haystacks are ASCII mostly; the texts and labels are the nodes' own strings)."""
+        """Estimated bytes held by ``fuzzy_texts`` and ``fuzzy_flat`` with its word indexes (text counted
+        once a character: the normalized haystacks are ASCII mostly; the texts and labels are the nodes' own
+        strings)."""
         total = len(self.fuzzy_texts) * FUZZY_ENTRY_BYTES + self.fuzzy_chars
         for _, _, _, (folded, _, joined) in self.fuzzy_flat:
             total += len(folded) * FUZZY_FLAT_ROW_BYTES + len(joined.text)
+            if joined.words is not None:
+                total += joined.words.bytes()
         return total
 
     def row_texts(self, agent: Agent, ids: Sequence[str]) -> dict[str, str]:

@@ -170,10 +170,14 @@ class EntryItem:
 
 
 def _detail_context(
-    request: HttpRequest, state: PageState, tree: explorer.ExplorerTree, with_rows: bool = True
+    request: HttpRequest,
+    state: PageState,
+    tree: explorer.ExplorerTree,
+    with_rows: bool = True,
+    count: int = explorer.TREE_WINDOW,
 ) -> dict[str, Any]:
     """The page's context; ``with_rows=False`` (a selection in the tree the browser already has): no window
-    of rows, only what describes the selected entry."""
+    of rows, only what describes the selected entry; ``count``: the rows around the selection."""
     session = state.session
     window: explorer.TreeWindow | None = None
     if with_rows:
@@ -181,7 +185,14 @@ def _detail_context(
         counts = comment_service.comment_counts(session)
         commented = frozenset(counts) if state.mode == explorer.COMMENTED else None
         window = explorer.tree_window(
-            tree, state.mode, state.query, state.target_id, state.start, commented, agent=session.rules.agent
+            tree,
+            state.mode,
+            state.query,
+            state.target_id,
+            state.start,
+            commented,
+            count,
+            agent=session.rules.agent,
         )
         selected = window.selected_id if state.target_id is None else state.target_id
     else:
@@ -350,7 +361,8 @@ def _render_detail(request: HttpRequest, state: PageState, tree: explorer.Explor
         pane_context = {**_conversation_context(context, tree), "oob": True}
         parts = (DETAIL_TEMPLATE + "#selection-forms", *SELECTION_PARTS)
         return HttpResponse("".join(render_to_string(name, pane_context, request) for name in parts))
-    context = _detail_context(request, state, tree)
+    filtered = request.headers.get("HX-Trigger") in FILTER_TRIGGERS and state.start is None
+    context = _detail_context(request, state, tree, count=FILTER_WINDOW if filtered else explorer.TREE_WINDOW)
     if target == "conversation":
         pane = _conversation_context(context, tree)
         return TemplateResponse(request, DETAIL_TEMPLATE + "#conversation", pane)
@@ -381,6 +393,10 @@ def _render_detail(request: HttpRequest, state: PageState, tree: explorer.Explor
 READING_STALE = "arbor:reading-stale"
 #: The ids of the tree's filter form and search box (htmx sends the requesting element's id as HX-Trigger).
 FILTER_TRIGGERS = frozenset({"tree-filter", "tree-search"})
+#: The rows around the selection in the answer to a filter or a search from the tree's form (explorer.js's
+#: virtual tree: it keeps the selected row where it was in the pane, about 40 rows high at 900 px, and loads
+#: the rows beyond as the pane scrolls): fewer rows than a page's window, to parse, lay out and render.
+FILTER_WINDOW = 80
 
 
 def _keeps_reading(request: HttpRequest, state: PageState) -> bool:
