@@ -740,7 +740,7 @@ def test_every_entry_has_a_copy_link_button_and_a_permalink(client: Client, tmp_
 def test_header_shows_whole_tree_totals_and_no_branch_row_without_branch_totals(
     client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    from treeview.views import detail
+    from treeview.views.detail import context as detail
 
     original = detail._detail_context
     monkeypatch.setattr(detail, "_detail_context", lambda *args: {**original(*args), "branch_totals": None})
@@ -758,7 +758,7 @@ def test_header_shows_the_active_branch_totals_next_to_the_whole_tree(
 ):
     from types import SimpleNamespace
 
-    from treeview.views import detail
+    from treeview.views.detail import context as detail
 
     branch = SimpleNamespace(
         entries=7,
