@@ -731,9 +731,9 @@ def test_the_first_hits_are_found_session_by_session_when_sessions_grew_in_betwe
     tmp_path, monkeypatch, limit, scan
 ):
     # PostgreSQL reads entries in order while that promises the hits, then asks the index: every way.
-    monkeypatch.setattr("treeview.search.PG_SCAN_ROWS", scan[0])
-    monkeypatch.setattr("treeview.search.PG_CHUNK", scan[1])
-    monkeypatch.setattr("treeview.search.PG_SORT_ROWS", scan[2])
+    monkeypatch.setattr("treeview.search.hits.PG_SCAN_ROWS", scan[0])
+    monkeypatch.setattr("treeview.search.hits.PG_CHUNK", scan[1])
+    monkeypatch.setattr("treeview.search.hits.PG_SORT_ROWS", scan[2])
     # "grown": 5 hits, then "other" is imported (4 hits), then "grown" grows by 4 more: its ids now span
     # other's. The newest session (by activity) comes first: "other", then "grown".
     grown = write_entries(tmp_path / "grown.jsonl", "grown", [user(f"walrus g{n}") for n in range(5)])

@@ -139,7 +139,7 @@ def test_a_filter_or_search_answer_sends_fewer_rows_around_the_selection(client:
     """The tree's own filter or search (explorer.js's virtual tree loads the rows beyond as the pane scrolls)
     gets FILTER_WINDOW rows around the selection, the same rows a page has there; a page, a link or a tab
     gets the whole window."""
-    from treeview.views import detail
+    from treeview.views.detail import context as detail
 
     session = import_fixture(tmp_path, "pi-mono_large-session_v1.jsonl", "real")
     expected = [row.id for row in select_rows(session, "all")]
@@ -765,7 +765,7 @@ def test_every_entry_has_a_copy_link_button_and_a_permalink(client: Client, tmp_
 def test_header_shows_whole_tree_totals_and_no_branch_row_without_branch_totals(
     client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    from treeview.views import detail
+    from treeview.views.detail import context as detail
 
     original = detail._detail_context
     monkeypatch.setattr(
@@ -787,7 +787,7 @@ def test_header_shows_the_active_branch_totals_next_to_the_whole_tree(
 ):
     from types import SimpleNamespace
 
-    from treeview.views import detail
+    from treeview.views.detail import context as detail
 
     branch = SimpleNamespace(
         entries=7,

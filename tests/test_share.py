@@ -1,4 +1,4 @@
-"""Share links (treeview/services/share.py, treeview/views/share.py): the form and its redaction preview, the
+"""Share links (treeview/services/share/, treeview/views/share.py): the form and its redaction preview, the
 public read-only branch and its downloads (masked, opaque payloads dropped, no other branch, strict headers),
 frozen and following links, revoking, the site-wide switch, the Shared links page per role, CSRF."""
 

@@ -25,7 +25,7 @@ class TreeviewConfig(AppConfig):
         post_save.connect(membership_changed, sender=Membership, dispatch_uid="arbor-membership-saved")
         post_delete.connect(membership_changed, sender=Membership, dispatch_uid="arbor-membership-deleted")
         # Share links die with their creator's right to make them: deactivated or deleted accounts, a team
-        # left, "can write" taken back (and whatever else, when served: treeview/services/share.py).
+        # left, "can write" taken back (and whatever else, when served: treeview/services/share/).
         user_model = get_user_model()
         post_save.connect(share.user_saved, sender=user_model, dispatch_uid="arbor-share-user-saved")
         pre_delete.connect(share.user_deleted, sender=user_model, dispatch_uid="arbor-share-user-deleted")
