@@ -6,10 +6,11 @@ Called once per process from ``sessions_site/asgi.py`` (daphne imports it before
 :func:`prewarm_sessions` reads the most recently opened big sessions into the explorer's caches in a thread
 (``ARBOR_PREWARM_SESSIONS``), from their snapshots, and derives what their first page shows (the default
 filter's rows around the leaf, the branch on screen, the conversation's last page): a page of such a session
-that arrives meanwhile waits for that work (the session's lock) instead of doing it again. ``asgi.py`` waits
-for those pages (not for the search haystacks made after them) up to ``ARBOR_PREWARM_WAIT`` seconds before
-daphne listens: when it is cheap (about half a second for 100,000 entries) the first request finds them ready,
-and a slow one (a huge session, a busy machine) no longer holds the start. Once the pages are ready, a
+that arrives meanwhile waits for that work (the session's lock) instead of doing it again. ``asgi.py`` can
+wait for those pages (not for the search haystacks made after them) up to ``ARBOR_PREWARM_WAIT`` seconds
+before daphne listens (default 0: it listens at once, and the prewarm runs beside daphne's own start, which
+brings the first page sooner counted from the start); a slow prewarm (a huge session, a busy machine) never
+holds the start longer than that. Once the pages are ready, a
 snapshot that holds only rows (as the import writes it) is written again as the forest and its tree
 (``explorer.keep_snapshot``), so that the next start neither builds nodes row by row nor links nor flattens.
 """
