@@ -200,13 +200,14 @@ def test_a_big_pages_first_search_is_made_ahead_in_a_thread(
     tmp_path: Path, data_dir: Path, normalized: list[int], monkeypatch
 ) -> None:
     from treeview import explorer
+    from treeview.explorer import prepare
 
-    monkeypatch.setattr(explorer, "PREPARE_DELAY", 0)
+    monkeypatch.setattr(prepare, "PREPARE_DELAY", 0)
     session = _session(tmp_path)
     explorer.clear_caches()
     tree = explorer.explorer_tree(session, session.leaf_id)
     assert explorer.prepare_search(tree, "omp") is None  # a small tree: nothing ahead
-    monkeypatch.setattr(explorer, "PREPARE_MIN_NODES", 1)
+    monkeypatch.setattr(prepare, "PREPARE_MIN_NODES", 1)
     assert explorer.prepare_search(tree, "omp15") is None  # v15 searches the stored text as it is
     forest = tree.forest
     assert forest is not None
@@ -231,11 +232,12 @@ def test_the_thread_ahead_waits_while_requests_are_answered_unless_a_search_wait
     tmp_path: Path, data_dir: Path, normalized: list[int], monkeypatch
 ) -> None:
     from treeview import explorer
+    from treeview.explorer import prepare
 
     busy = [1]
-    monkeypatch.setattr(explorer, "PREPARE_DELAY", 0)
-    monkeypatch.setattr(explorer, "PREPARE_MIN_NODES", 1)
-    monkeypatch.setattr(explorer, "requests_in_flight", lambda: busy[0])
+    monkeypatch.setattr(prepare, "PREPARE_DELAY", 0)
+    monkeypatch.setattr(prepare, "PREPARE_MIN_NODES", 1)
+    monkeypatch.setattr(prepare, "requests_in_flight", lambda: busy[0])
     session = _session(tmp_path)
     explorer.clear_caches()
     tree = explorer.explorer_tree(session, session.leaf_id)

@@ -273,6 +273,7 @@ def test_a_server_start_reads_the_most_recently_opened_big_session_into_the_cach
     tmp_path: Path, data_dir: Path
 ) -> None:
     from treeview import explorer
+    from treeview.explorer import caches
 
     sessions = []
     for seed in (5, 6):
@@ -288,8 +289,8 @@ def test_a_server_start_reads_the_most_recently_opened_big_session_into_the_cach
     assert thread is not None
     thread.join(60)
     key = (explorer.session_key(older), older.next_seq, older.entry_count, older.leaf_id)
-    assert explorer._trees.get(key) is not None
-    assert explorer._forests.get(explorer.session_key(newer)) is None  # one session asked for
+    assert caches._trees.get(key) is not None
+    assert caches._forests.get(explorer.session_key(newer)) is None  # one session asked for
 
 
 @pytest.mark.django_db(transaction=True)
@@ -300,6 +301,7 @@ def test_the_prewarm_makes_the_first_page_and_the_start_waits_for_it(
     conversation's page) is made by the prewarm, and ``wait`` returns once it is, before the search's
     preparation: the first request then reads no forest, flattens nothing and renders no entry."""
     from treeview import conversation, explorer
+    from treeview.explorer import caches
 
     path = tmp_path / "gen.jsonl"
     write_session(path, 80, 7)
@@ -329,7 +331,7 @@ def test_the_prewarm_makes_the_first_page_and_the_start_waits_for_it(
     try:
         assert thread is not None and thread.is_alive()  # still preparing the search: not waited for
         key = (explorer.session_key(session), session.next_seq, session.entry_count, session.leaf_id)
-        tree = explorer._trees.get(key)
+        tree = caches._trees.get(key)
         assert tree is not None
         agent = session.rules.agent
         visible_key = (agent, "default", "", None)
@@ -455,6 +457,7 @@ def test_a_start_after_the_first_one_neither_links_nor_flattens(
     tmp_path: Path, data_dir: Path, monkeypatch
 ) -> None:
     from treeview import explorer
+    from treeview.explorer import making
 
     session = _branchy_session(tmp_path)
     (snapshot,) = (data_dir / "forests").glob("*.json")
@@ -469,7 +472,7 @@ def test_a_start_after_the_first_one_neither_links_nor_flattens(
         raise AssertionError("linked or flattened again")
 
     monkeypatch.setattr(building, "build_forest", refused)
-    monkeypatch.setattr(explorer, "flatten_tree", refused)
+    monkeypatch.setattr(making, "flatten_tree", refused)
     tree = explorer.explorer_tree(session, session.leaf_id)
     monkeypatch.undo()
     _assert_same_tree(tree, session)
@@ -676,6 +679,7 @@ def test_a_first_page_the_prewarm_cannot_make_leaves_the_tree_and_the_search_pre
     tmp_path: Path, data_dir: Path, monkeypatch
 ) -> None:
     from treeview import explorer
+    from treeview.explorer import caches
 
     session = _branchy_session(tmp_path, entries=60)
     explorer.clear_caches()
@@ -692,5 +696,5 @@ def test_a_first_page_the_prewarm_cannot_make_leaves_the_tree_and_the_search_pre
     assert thread is not None
     thread.join(30)
     key = (explorer.session_key(session), session.next_seq, session.entry_count, session.leaf_id)
-    assert explorer._trees.get(key) is not None
+    assert caches._trees.get(key) is not None
     assert searched == [session.rules.agent]
