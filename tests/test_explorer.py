@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from tests.reference import all_cases, import_fixture
 from treeview import explorer, tree_index
+from treeview.explorer import making
 from treeview.models import AgentSession, Entry
 from treeview.services import append
 from treeview.services.sync import sync_file
@@ -348,7 +349,7 @@ def test_any_sequence_of_changes_keeps_the_cached_trees_equal_to_a_fresh_build(
 def counted(monkeypatch) -> dict[str, int]:
     """Counts full reads of a forest and full flattenings."""
     calls = {"reload": 0, "flatten": 0}
-    reload, flatten = Forest.reload, explorer.flatten_tree
+    reload, flatten = Forest.reload, making.flatten_tree
 
     def counting_reload(self: Forest, session: AgentSession) -> None:
         calls["reload"] += 1
@@ -359,7 +360,7 @@ def counted(monkeypatch) -> dict[str, int]:
         return flatten(*args)
 
     monkeypatch.setattr(Forest, "reload", counting_reload)
-    monkeypatch.setattr(explorer, "flatten_tree", counting_flatten)
+    monkeypatch.setattr(making, "flatten_tree", counting_flatten)
     return calls
 
 

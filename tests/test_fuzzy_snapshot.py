@@ -18,6 +18,7 @@ from treeview.services.sync import sync_file
 from treeview.session import fuzzy
 from treeview.session.generate import write_session
 from treeview.session.selector import flatten_tree
+from treeview.tree_index import fuzzy_files, loading
 
 pytestmark = pytest.mark.django_db
 
@@ -28,9 +29,9 @@ QUERIES = ["read", "tool result", "fix tests", "zzz", "bash", "usr"]
 def data_dir(settings, tmp_path: Path, monkeypatch) -> Path:
     """Snapshots (and search texts) for every session, written before the call that starts them returns."""
     settings.ARBOR_DATA_DIR = tmp_path / "data"
-    monkeypatch.setattr(tree_index, "SNAPSHOT_MIN_ROWS", 1)
+    monkeypatch.setattr(loading, "SNAPSHOT_MIN_ROWS", 1)
     monkeypatch.setattr(tree_filter, "FUZZY_SAVE_MIN", 1)
-    monkeypatch.setattr(tree_index, "FUZZY_SAVE_DELAY", 0)
+    monkeypatch.setattr(fuzzy_files, "FUZZY_SAVE_DELAY", 0)
     start = threading.Thread.start
 
     def start_and_wait(self: threading.Thread) -> None:
@@ -176,7 +177,7 @@ def test_a_damaged_stale_or_foreign_file_is_not_used(
         if damage == "other_key":
             meta["key"] = meta["key"].replace(session.session_id, "someone-else")
         else:
-            meta["version"] = tree_index.FUZZY_VERSION + 1
+            meta["version"] = fuzzy_files.FUZZY_VERSION + 1
         saved.write_bytes(orjson.dumps(meta) + b"\n" + rows)
     normalized.clear()
     restored = _restart(session)
@@ -192,20 +193,21 @@ def test_the_kept_haystacks_count_in_the_forest_cache_budget(tmp_path: Path, dat
     _search(forest, session, "read")
     chars = sum(len(item[2]) for item in forest.fuzzy_texts.values())
     assert forest.fuzzy_chars == chars
-    assert forest.fuzzy_bytes() >= chars * 2 + len(forest.fuzzy_texts) * tree_index.FUZZY_ENTRY_BYTES
+    assert forest.fuzzy_bytes() >= chars * 2 + len(forest.fuzzy_texts) * fuzzy_files.FUZZY_ENTRY_BYTES
 
 
 def test_a_big_pages_first_search_is_made_ahead_in_a_thread(
     tmp_path: Path, data_dir: Path, normalized: list[int], monkeypatch
 ) -> None:
     from treeview import explorer
+    from treeview.explorer import prepare
 
-    monkeypatch.setattr(explorer, "PREPARE_DELAY", 0)
+    monkeypatch.setattr(prepare, "PREPARE_DELAY", 0)
     session = _session(tmp_path)
     explorer.clear_caches()
     tree = explorer.explorer_tree(session, session.leaf_id)
     assert explorer.prepare_search(tree, "omp") is None  # a small tree: nothing ahead
-    monkeypatch.setattr(explorer, "PREPARE_MIN_NODES", 1)
+    monkeypatch.setattr(prepare, "PREPARE_MIN_NODES", 1)
     assert explorer.prepare_search(tree, "omp15") is None  # v15 searches the stored text as it is
     forest = tree.forest
     assert forest is not None
@@ -230,11 +232,12 @@ def test_the_thread_ahead_waits_while_requests_are_answered_unless_a_search_wait
     tmp_path: Path, data_dir: Path, normalized: list[int], monkeypatch
 ) -> None:
     from treeview import explorer
+    from treeview.explorer import prepare
 
     busy = [1]
-    monkeypatch.setattr(explorer, "PREPARE_DELAY", 0)
-    monkeypatch.setattr(explorer, "PREPARE_MIN_NODES", 1)
-    monkeypatch.setattr(explorer, "requests_in_flight", lambda: busy[0])
+    monkeypatch.setattr(prepare, "PREPARE_DELAY", 0)
+    monkeypatch.setattr(prepare, "PREPARE_MIN_NODES", 1)
+    monkeypatch.setattr(prepare, "requests_in_flight", lambda: busy[0])
     session = _session(tmp_path)
     explorer.clear_caches()
     tree = explorer.explorer_tree(session, session.leaf_id)

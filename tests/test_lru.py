@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from treeview import explorer
+from treeview.explorer import caches
 from treeview.lru import LruCache
 from treeview.models import AgentSession
 from treeview.services.sync import sync_file
@@ -80,30 +81,30 @@ def test_the_page_caches_hold_no_more_than_their_budget_and_release_what_they_dr
     sessions: list[AgentSession], settings: Any
 ) -> None:
     settings.ARBOR_TREE_CACHE_MB = 16
-    forest_budget = explorer._forests.max_bytes
+    forest_budget = caches._forests.max_bytes
     assert forest_budget == int(16 * 1024 * 1024 * explorer.FOREST_SHARE)
     forests = []
     for session in sessions:
         tree = explorer.explorer_tree(session, session.leaf_id)
         forests.append(weakref.ref(tree.forest))
         del tree
-        assert explorer._forests.bytes <= forest_budget
-        assert explorer._trees.bytes <= explorer._trees.max_bytes
-    kept = len(explorer._forests)
+        assert caches._forests.bytes <= forest_budget
+        assert caches._trees.bytes <= caches._trees.max_bytes
+    kept = len(caches._forests)
     assert 1 <= kept < len(sessions)
     gc.collect()
     # What was dropped is gone from memory: neither the forest cache nor a tree keeps it alive.
     alive = [ref() is not None for ref in forests]
     assert alive == [False] * (len(sessions) - kept) + [True] * kept
-    assert {id(tree.forest) for _, tree in explorer._trees.items()} <= {id(ref()) for ref in forests if ref()}
+    assert {id(tree.forest) for _, tree in caches._trees.items()} <= {id(ref()) for ref in forests if ref()}
 
 
 def test_a_session_bigger_than_the_budget_still_opens_and_is_dropped_for_the_next(
     sessions: list[AgentSession], settings: Any
 ) -> None:
     settings.ARBOR_TREE_CACHE_MB = 16
-    explorer._forests.max_bytes = 1  # every forest is over this budget
+    caches._forests.max_bytes = 1  # every forest is over this budget
     first = explorer.explorer_tree(sessions[0], sessions[0].leaf_id)
     assert explorer.explorer_tree(sessions[0], sessions[0].leaf_id) is first  # kept while it is the latest
     explorer.explorer_tree(sessions[1], sessions[1].leaf_id)
-    assert [key for key, _ in explorer._forests.items()] == [explorer.session_key(sessions[1])]
+    assert [key for key, _ in caches._forests.items()] == [explorer.session_key(sessions[1])]

@@ -17,6 +17,7 @@ from treeview import rules_cache, tree_index, warmup
 from treeview.models import AgentSession, sessions
 from treeview.services.sync import sync_file
 from treeview.session.generate import write_session
+from treeview.tree_index import building, loading
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +29,7 @@ def data_dir(settings, tmp_path: Path, monkeypatch) -> Iterator[Path]:
     """Snapshots and stored rules for every session, into a directory of this test (the prewarm's threads
     that write there are waited for at its end)."""
     settings.ARBOR_DATA_DIR = tmp_path / "data"
-    monkeypatch.setattr(tree_index, "SNAPSHOT_MIN_ROWS", 1)
+    monkeypatch.setattr(loading, "SNAPSHOT_MIN_ROWS", 1)
     monkeypatch.setattr(rules_cache, "MIN_ROWS", 1)
     monkeypatch.setattr(warmup, "KEEP_DELAY", 0.0)
     yield tmp_path / "data" / "cache"
@@ -104,20 +105,20 @@ def test_the_import_writes_the_snapshot_and_the_rules_the_first_page_reads(
     session = _fresh(session)
     scans = _Counting(monkeypatch)
     rows_read: list[int] = []
-    real_rows = tree_index._rows
+    real_rows = loading._rows
 
     def counting_rows(pk: int, start: int, stop: int | None):
         for row in real_rows(pk, start, stop):
             rows_read.append(row[0])
             yield row
 
-    monkeypatch.setattr(tree_index, "_rows", counting_rows)
+    monkeypatch.setattr(loading, "_rows", counting_rows)
     forest = tree_index.Forest.load(session)
     decision = session.rules
     assert rows_read == []  # the forest came from the snapshot alone
     assert scans.since == []  # and the rules from their file
     assert forest.next_seq == session.next_seq and forest.row_count == session.entry_count
-    monkeypatch.setattr(tree_index, "_rows", real_rows)
+    monkeypatch.setattr(loading, "_rows", real_rows)
     fresh = tree_index.Forest(session.pk)
     fresh._build(list(real_rows(session.pk, 0, session.next_seq)), session.next_seq)
     assert [n.entry for n in forest.nodes.values()] == [n.entry for n in fresh.nodes.values()]
@@ -130,7 +131,7 @@ def _detected_now(session: AgentSession) -> tuple[str, str]:
 
 
 def test_a_small_append_keeps_the_snapshot_of_the_import(tmp_path: Path, data_dir: Path, monkeypatch) -> None:
-    monkeypatch.setattr(tree_index, "SNAPSHOT_MIN_ROWS", 40)  # an append of up to 10 rows keeps it
+    monkeypatch.setattr(loading, "SNAPSHOT_MIN_ROWS", 40)  # an append of up to 10 rows keeps it
     path = tmp_path / "gen.jsonl"
     write_session(path, 80, 4)
     sync_file(path)
@@ -272,6 +273,7 @@ def test_a_server_start_reads_the_most_recently_opened_big_session_into_the_cach
     tmp_path: Path, data_dir: Path
 ) -> None:
     from treeview import explorer
+    from treeview.explorer import caches
 
     sessions = []
     for seed in (5, 6):
@@ -287,8 +289,8 @@ def test_a_server_start_reads_the_most_recently_opened_big_session_into_the_cach
     assert thread is not None
     thread.join(60)
     key = (explorer.session_key(older), older.next_seq, older.entry_count, older.leaf_id)
-    assert explorer._trees.get(key) is not None
-    assert explorer._forests.get(explorer.session_key(newer)) is None  # one session asked for
+    assert caches._trees.get(key) is not None
+    assert caches._forests.get(explorer.session_key(newer)) is None  # one session asked for
 
 
 @pytest.mark.django_db(transaction=True)
@@ -299,6 +301,7 @@ def test_the_prewarm_makes_the_first_page_and_the_start_waits_for_it(
     conversation's page) is made by the prewarm, and ``wait`` returns once it is, before the search's
     preparation: the first request then reads no forest, flattens nothing and renders no entry."""
     from treeview import conversation, explorer
+    from treeview.explorer import caches
 
     path = tmp_path / "gen.jsonl"
     write_session(path, 80, 7)
@@ -328,7 +331,7 @@ def test_the_prewarm_makes_the_first_page_and_the_start_waits_for_it(
     try:
         assert thread is not None and thread.is_alive()  # still preparing the search: not waited for
         key = (explorer.session_key(session), session.next_seq, session.entry_count, session.leaf_id)
-        tree = explorer._trees.get(key)
+        tree = caches._trees.get(key)
         assert tree is not None
         agent = session.rules.agent
         visible_key = (agent, "default", "", None)
@@ -386,7 +389,7 @@ def _from_the_table(session: AgentSession):
     from treeview.session.selector_tree import flatten_tree
 
     forest = tree_index.Forest(session.pk)
-    forest._build(list(tree_index._rows(session.pk, 0, session.next_seq)), session.next_seq)
+    forest._build(list(loading._rows(session.pk, 0, session.next_seq)), session.next_seq)
     return forest, flatten_tree(forest.roots, session.leaf_id, forest.leaf_path(session.leaf_id))
 
 
@@ -454,6 +457,7 @@ def test_a_start_after_the_first_one_neither_links_nor_flattens(
     tmp_path: Path, data_dir: Path, monkeypatch
 ) -> None:
     from treeview import explorer
+    from treeview.explorer import making
 
     session = _branchy_session(tmp_path)
     (snapshot,) = (data_dir / "forests").glob("*.json")
@@ -467,8 +471,8 @@ def test_a_start_after_the_first_one_neither_links_nor_flattens(
     def refused(*args, **kwargs):
         raise AssertionError("linked or flattened again")
 
-    monkeypatch.setattr(tree_index, "build_forest", refused)
-    monkeypatch.setattr(explorer, "flatten_tree", refused)
+    monkeypatch.setattr(building, "build_forest", refused)
+    monkeypatch.setattr(making, "flatten_tree", refused)
     tree = explorer.explorer_tree(session, session.leaf_id)
     monkeypatch.undo()
     _assert_same_tree(tree, session)
@@ -488,7 +492,7 @@ def test_a_kept_tree_is_not_used_once_the_session_changed(
     from treeview import explorer
     from treeview.services.append import move_leaf
 
-    monkeypatch.setattr(tree_index, "SNAPSHOT_MIN_ROWS", 100)  # an append of a row keeps the snapshot
+    monkeypatch.setattr(loading, "SNAPSHOT_MIN_ROWS", 100)  # an append of a row keeps the snapshot
     session = _branchy_session(tmp_path)
     path = tmp_path / "gen.jsonl"
     (snapshot,) = (data_dir / "forests").glob("*.json")
@@ -627,10 +631,10 @@ def test_the_kept_columns_make_the_forest_of_an_unusual_file(
     assert orjson.loads(snapshot.read_bytes())["columns"] is not None
     explorer.clear_caches()
     session = _fresh(session)
-    real_rows = tree_index._rows
-    monkeypatch.setattr(tree_index, "_rows", _no_table)
+    real_rows = loading._rows
+    monkeypatch.setattr(loading, "_rows", _no_table)
     tree = explorer.explorer_tree(session, session.leaf_id)
-    monkeypatch.setattr(tree_index, "_rows", real_rows)
+    monkeypatch.setattr(loading, "_rows", real_rows)
     _assert_same_tree(tree, session)
     assert tree.forest.nodes["a0000001"].label == "start" and tree.forest.nodes["a0000002"].label is None
     assert tree.forest.nodes["a0000002"].facts.text.endswith("answer, replaced")
@@ -660,10 +664,10 @@ def test_a_forest_with_a_parent_cycle_is_kept_as_columns_and_linked_on_start(
     assert kept["columns"] is not None and kept["forest"] is None and kept["flat"] is None
     explorer.clear_caches()
     session = _fresh(session)
-    real_rows = tree_index._rows
-    monkeypatch.setattr(tree_index, "_rows", _no_table)
+    real_rows = loading._rows
+    monkeypatch.setattr(loading, "_rows", _no_table)
     tree = explorer.explorer_tree(session, session.leaf_id)
-    monkeypatch.setattr(tree_index, "_rows", real_rows)
+    monkeypatch.setattr(loading, "_rows", real_rows)
     forest, flat = _from_the_table(session)
     assert tree.forest.cycles and forest.cycles
     _assert_same_forest(tree.forest, forest)
@@ -675,6 +679,7 @@ def test_a_first_page_the_prewarm_cannot_make_leaves_the_tree_and_the_search_pre
     tmp_path: Path, data_dir: Path, monkeypatch
 ) -> None:
     from treeview import explorer
+    from treeview.explorer import caches
 
     session = _branchy_session(tmp_path, entries=60)
     explorer.clear_caches()
@@ -691,5 +696,5 @@ def test_a_first_page_the_prewarm_cannot_make_leaves_the_tree_and_the_search_pre
     assert thread is not None
     thread.join(30)
     key = (explorer.session_key(session), session.next_seq, session.entry_count, session.leaf_id)
-    assert explorer._trees.get(key) is not None
+    assert caches._trees.get(key) is not None
     assert searched == [session.rules.agent]

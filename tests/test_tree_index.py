@@ -18,7 +18,7 @@ from treeview.services.export import load_manager
 from treeview.services.sync import sync_file
 from treeview.session.generate import write_session
 from treeview.session.selector import FILTER_MODES, flatten_tree, initial_selection, visible_rows
-from treeview.tree_index import flatten_session, select_rows
+from treeview.tree_index import flatten_session, loading, select_rows, snapshot_files
 
 pytestmark = pytest.mark.django_db
 
@@ -87,7 +87,7 @@ def _forest_shape(forest: tree_index.Forest) -> tuple[Any, ...]:
 def snapshots(settings, tmp_path: Path, monkeypatch) -> Path:
     """Snapshots for every session, written at once, into a directory of this test."""
     settings.ARBOR_DATA_DIR = tmp_path / "data"
-    monkeypatch.setattr(tree_index, "SNAPSHOT_MIN_ROWS", 1)
+    monkeypatch.setattr(loading, "SNAPSHOT_MIN_ROWS", 1)
     written: list[threading.Thread] = []
     start = threading.Thread.start
 
@@ -120,7 +120,7 @@ def test_a_forest_read_from_its_snapshot_equals_one_read_from_the_table(
     set_label(session, first.roots[0].entry["id"], "from a label")
     session.refresh_from_db()
     rows_read: list[int] = []
-    real_rows = tree_index._rows
+    real_rows = loading._rows
 
     def counting_rows(pk: int, start: int, stop: int | None):
         for row in real_rows(pk, start, stop):
@@ -128,7 +128,7 @@ def test_a_forest_read_from_its_snapshot_equals_one_read_from_the_table(
             yield row
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tree_index, "_rows", counting_rows)
+        patch.setattr(loading, "_rows", counting_rows)
         restored = tree_index.Forest.load(session)
     assert rows_read == [session.next_seq - 1]  # only the label row came from the table
     assert _forest_shape(restored) == _forest_shape(tree_index.Forest.load(session))
@@ -163,7 +163,7 @@ def test_a_snapshot_that_does_not_fit_is_not_used(tmp_path: Path, snapshots: Pat
         snapshot.write_bytes(orjson.dumps(data))
     forest = tree_index.Forest.load(session)
     fresh = tree_index.Forest(session.pk)
-    fresh._build(list(tree_index._rows(session.pk, 0, session.next_seq)), session.next_seq)
+    fresh._build(list(loading._rows(session.pk, 0, session.next_seq)), session.next_seq)
     assert _forest_shape(forest) == _forest_shape(fresh)
 
 
@@ -175,7 +175,7 @@ def test_small_sessions_write_no_snapshot(tmp_path: Path, settings) -> None:
 
 
 def test_old_snapshots_are_pruned(tmp_path: Path, snapshots: Path, monkeypatch) -> None:
-    monkeypatch.setattr(tree_index, "SNAPSHOTS_KEPT", 2)
+    monkeypatch.setattr(snapshot_files, "SNAPSHOTS_KEPT", 2)
     sessions = [_generated(tmp_path, 40, seed)[1] for seed in range(4)]
     for session in sessions:
         tree_index.Forest.load(session)

@@ -16,11 +16,10 @@ from treeview.explorer import (
     ConversationEntry,
     ConversationPage,
     ExplorerTree,
-    _load_entries,
-    _rendered,
     session_key,
     siblings_of,
 )
+from treeview.explorer.conversation_pane import _load_entries, _rendered
 from treeview.models import AgentSession
 from treeview.render import build_tool_call_map
 from treeview.session.agents import Agent
