@@ -89,7 +89,7 @@ def _entries_by_id(
     found: dict[str, dict[str, Any]] = {}
     for start in range(0, len(ids), 500):
         # No ORDER BY (it makes SQLite walk the session in seq order instead of using the (session, entry_id)
-        # index, as explorer._load_entries says): sorted here.
+        # index, as explorer.conversation_pane._load_entries says): sorted here.
         rows = Entry.objects.filter(
             session_id=session_pk, seq__lt=stop, entry_id__in=ids[start : start + 500]
         ).values_list("seq", "entry_id", "raw")
