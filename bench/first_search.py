@@ -24,6 +24,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,7 @@ def child(session_id: str | None, scenario: str, typing: float) -> dict[str, Any
     out: dict[str, Any] = {"scenario": scenario}
     if scenario == "prewarm":
         started = time.perf_counter()
-        warmup._prewarm(1)
+        warmup._prewarm(1, threading.Event())  # the start-up prewarm, waited for whole
         out["prewarm_s"] = time.perf_counter() - started
     stored = session()
     started = time.perf_counter()
